@@ -1,0 +1,290 @@
+"""TF Serving's REST API (``/v1/models/...``) as a Starlette app over ``estimator.export``."""
+
+import base64
+import json
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from estimator.serve._models import ModelWatcher
+
+_METHODS = {
+    "predict": "tensorflow/serving/predict",
+    "classify": "tensorflow/serving/classify",
+    "regress": "tensorflow/serving/regress",
+}
+
+
+class ServingError(Exception):
+    """An error answered as ``{"error": message}`` with an HTTP status code."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _decode_b64(value):
+    """``{"b64": "..."}`` -> bytes, recursively (TF Serving's binary encoding)."""
+    if isinstance(value, dict):
+        if set(value) == {"b64"}:
+            try:
+                return base64.b64decode(value["b64"], validate=True)
+            except (ValueError, TypeError) as err:
+                raise ServingError(400, f"Invalid base64 in {{'b64': ...}}: {err}") from None
+        return {k: _decode_b64(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_b64(v) for v in value]
+    return value
+
+
+def _jsonable(array: np.ndarray):
+    """NumPy output -> JSON (bytes as UTF-8 text, or ``{"b64": ...}`` when not UTF-8)."""
+    if array.dtype == object or array.dtype.kind in "SU":
+
+        def text(v):
+            if isinstance(v, bytes):
+                try:
+                    return v.decode()
+                except UnicodeDecodeError:
+                    return {"b64": base64.b64encode(v).decode()}
+            return v
+
+        return np.vectorize(text, otypes=[object])(array).tolist() if array.size else []
+    return array.tolist()
+
+
+def _version_of(watcher: ModelWatcher, request: Request):
+    """The served model for the URL, or a 404 like TF Serving's."""
+    name = request.path_params["name"]
+    version = request.path_params.get("version")
+    if name != watcher.name:
+        raise ServingError(404, f"Servable not found for request: Latest({name})")
+    model = watcher.model
+    if model is None:
+        raise ServingError(404, f"Servable not found for request: Latest({name})")
+    if version is not None and str(watcher.version) != version:
+        raise ServingError(404, f"Servable not found for request: Specific({name}, {version})")
+    return watcher.version, model
+
+
+async def _json_body(request: Request, limit: int) -> dict:
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise ServingError(
+            413,
+            f"Request body of {length} bytes exceeds the limit of {limit} bytes "
+            "(--max_request_bytes).",
+        )
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise ServingError(
+                413, f"Request body exceeds the limit of {limit} bytes (--max_request_bytes)."
+            )
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ServingError(400, f"JSON Parse error: {err}") from None
+    if not isinstance(data, dict):
+        raise ServingError(400, f"Request body must be a JSON object, got {type(data).__name__}.")
+    return data
+
+
+def _signature(model, data: dict, method: str):
+    name = data.get("signature_name", "serving_default")
+    if not isinstance(name, str):
+        raise ServingError(400, "'signature_name' must be a string.")
+    signature = model.signatures.get(name)
+    if signature is None:
+        raise ServingError(
+            400,
+            f'Serving signature name: "{name}" not found in signature def. '
+            f"Available: {sorted(model.signatures)}",
+        )
+    if method != "predict" and signature.method_name != _METHODS[method]:
+        raise ServingError(
+            400,
+            f"Expected {method} signature method_name to be {_METHODS[method]}. "
+            f"Was: {signature.method_name}",
+        )
+    return signature
+
+
+def _rows_to_columns(instances: list, input_names: list) -> dict:
+    if not instances:
+        raise ServingError(400, "'instances' must be a non-empty list.")
+    if all(isinstance(row, dict) for row in instances):
+        keys = {k for row in instances for k in row}
+        return {k: [row.get(k) for row in instances] for k in keys}
+    if any(isinstance(row, dict) for row in instances):
+        raise ServingError(400, "'instances' mixes named (object) and unnamed rows.")
+    if len(input_names) != 1:
+        raise ServingError(
+            400,
+            f"Unnamed 'instances' need a signature with one input; this one has "
+            f"{sorted(input_names)}: give each instance as an object keyed by input name.",
+        )
+    return {input_names[0]: instances}
+
+
+def _call(signature, columns: dict) -> dict:
+    try:
+        return signature(**columns)
+    except ValueError as err:
+        raise ServingError(400, str(err)) from None
+
+
+def build_app(watcher: ModelWatcher, max_request_bytes: int = 64 << 20) -> Starlette:
+    """The REST app for one watched model.
+
+    Args:
+      watcher: the :class:`ModelWatcher` serving the model.
+      max_request_bytes: larger request bodies get 413.
+
+    Returns:
+      A Starlette ASGI app with TF Serving's ``/v1/models/{name}`` routes.
+    """
+
+    async def status(request: Request):
+        version, _ = _version_of(watcher, request)
+        return JSONResponse(
+            {
+                "model_version_status": [
+                    {
+                        "version": str(version),
+                        "state": "AVAILABLE",
+                        "status": {"error_code": "OK", "error_message": ""},
+                    }
+                ]
+            }
+        )
+
+    async def metadata(request: Request):
+        version, model = _version_of(watcher, request)
+        defs = {}
+        for key, sig in model.signatures.items():
+            defs[key] = {
+                "inputs": {
+                    n: {"dtype": s["dtype"], "tensor_shape": s["shape"], "name": n}
+                    for n, s in sig.inputs.items()
+                },
+                "outputs": {
+                    n: {"dtype": s["dtype"], "tensor_shape": s["shape"], "name": n}
+                    for n, s in sig.outputs.items()
+                },
+                "method_name": sig.method_name,
+            }
+        return JSONResponse(
+            {
+                "model_spec": {"name": watcher.name, "signature_name": "", "version": str(version)},
+                "metadata": {"signature_def": {"signature_def": defs}},
+            }
+        )
+
+    async def post(request: Request):
+        params = request.path_params
+        target, _, method = params.pop("method").partition(":")
+        if method not in _METHODS:
+            raise ServingError(
+                404, f"Unknown method {method!r}: expected :predict, :classify or :regress."
+            )
+        params["version" if "name" in params else "name"] = target
+        _, model = _version_of(watcher, request)
+        data = _decode_b64(await _json_body(request, max_request_bytes))
+        signature = _signature(model, data, method)
+        if method == "predict":
+            return await _predict(signature, data)
+        return await _classify_regress(signature, data, method)
+
+    async def _predict(signature, data: dict):
+        formats = [k for k in ("instances", "inputs") if k in data]
+        if len(formats) != 1:
+            raise ServingError(
+                400,
+                "Missing 'inputs' or 'instances' key"
+                if not formats
+                else "Request may contain either 'instances' or 'inputs', not both.",
+            )
+        unknown = sorted(set(data) - {"instances", "inputs", "signature_name"})
+        if unknown:
+            raise ServingError(400, f"Unknown keys in request: {unknown}.")
+        names = sorted(signature.inputs)
+        if formats[0] == "instances":
+            if not isinstance(data["instances"], list):
+                raise ServingError(400, "'instances' must be a list of rows.")
+            columns = _rows_to_columns(data["instances"], names)
+        else:
+            inputs = data["inputs"]
+            if isinstance(inputs, dict):
+                columns = inputs
+            elif len(names) == 1:
+                columns = {names[0]: inputs}
+            else:
+                raise ServingError(400, f"'inputs' must be an object keyed by input name {names}.")
+        outputs = await run_in_threadpool(_call, signature, columns)
+        if formats[0] == "inputs":
+            result = {k: _jsonable(v) for k, v in outputs.items()}
+            if len(result) == 1:
+                (result,) = result.values()
+            return JSONResponse({"outputs": result})
+        keys = sorted(outputs)
+        cols = {k: _jsonable(outputs[k]) for k in keys}
+        batch = len(next(iter(cols.values())))
+        if len(keys) == 1:
+            return JSONResponse({"predictions": cols[keys[0]]})
+        return JSONResponse({"predictions": [{k: cols[k][i] for k in keys} for i in range(batch)]})
+
+    async def _classify_regress(signature, data: dict, method: str):
+        examples = data.get("examples")
+        if not isinstance(examples, list) or not examples:
+            raise ServingError(400, "Expected 'examples': a non-empty list of objects.")
+        if not all(isinstance(e, dict) for e in examples):
+            raise ServingError(400, "Each of 'examples' must be an object {feature: value}.")
+        context = data.get("context", {})
+        if not isinstance(context, dict):
+            raise ServingError(400, "'context' must be an object {feature: value}.")
+        rows = [{**context, **e} for e in examples]
+        keys = {k for row in rows for k in row}
+        columns = {k: [row.get(k) for row in rows] for k in keys}
+        outputs = await run_in_threadpool(_call, signature, columns)
+        if method == "regress":
+            return JSONResponse({"result": _jsonable(outputs["outputs"].reshape(-1))})
+        scores = _jsonable(outputs["scores"]) if "scores" in outputs else None
+        classes = _jsonable(outputs["classes"]) if "classes" in outputs else None
+        result = []
+        for i in range(len(rows)):
+            n = len((classes or scores)[i])
+            result.append(
+                [
+                    [
+                        classes[i][j] if classes else "",
+                        scores[i][j] if scores else 0.0,
+                    ]
+                    for j in range(n)
+                ]
+            )
+        return JSONResponse({"result": result})
+
+    async def on_error(request: Request, exc: ServingError):
+        return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+    async def on_http(request: Request, exc):
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+
+    return Starlette(
+        routes=[
+            Route("/v1/models/{name}", status),
+            Route("/v1/models/{name}/versions/{version}", status),
+            Route("/v1/models/{name}/metadata", metadata),
+            Route("/v1/models/{name}/versions/{version}/metadata", metadata),
+            Route("/v1/models/{method}", post, methods=["POST"]),
+            Route("/v1/models/{name}/versions/{method}", post, methods=["POST"]),
+        ],
+        exception_handlers={ServingError: on_error, 404: on_http, 405: on_http},
+    )

@@ -1,0 +1,72 @@
+"""Versioned model directory watcher: serves the newest version, reloads when one appears."""
+
+import logging
+import os
+import threading
+
+from estimator import export
+
+_LOG = logging.getLogger(__name__)
+
+
+def _versions(base_path: str) -> list[int]:
+    """Version directories under ``base_path`` (numeric names, complete exports only)."""
+    try:
+        names = os.listdir(base_path)
+    except FileNotFoundError:
+        return []
+    return sorted(
+        int(n)
+        for n in names
+        if n.isdigit() and os.path.isfile(os.path.join(base_path, n, "manifest.json"))
+    )
+
+
+class ModelWatcher:
+    """Keeps the newest version of one model loaded (TF Serving's ``Latest`` policy).
+
+    A new version is loaded in a background thread and swapped in with one reference
+    assignment, so requests already holding the old ``LoadedModel`` finish on it; the old
+    one is then dropped when the last request releases it.
+
+    Args:
+      name: the model name used in URLs.
+      base_path: directory holding one subdirectory per version (``<base>/<int>/``).
+      poll_seconds: how often to look for a new version (TF Serving's
+        ``--file_system_poll_wait_seconds``); 0 disables polling.
+    """
+
+    def __init__(self, name: str, base_path: str, poll_seconds: float = 1.0) -> None:
+        self.name = name
+        self.base_path = base_path
+        self.version: int | None = None
+        self.model: export.LoadedModel | None = None
+        self._stop = threading.Event()
+        self.refresh()
+        self._thread = None
+        if poll_seconds > 0:
+            self._thread = threading.Thread(
+                target=self._poll, args=(poll_seconds,), daemon=True, name="model-poll"
+            )
+            self._thread.start()
+
+    def refresh(self) -> None:
+        """Loads the newest complete version if it is newer than the served one."""
+        versions = _versions(self.base_path)
+        if not versions or versions[-1] == self.version:
+            return
+        newest = versions[-1]
+        try:
+            model = export.load(os.path.join(self.base_path, str(newest)))
+        except Exception:  # a broken version must not take the served one down
+            _LOG.exception("Could not load version %s of %s", newest, self.name)
+            return
+        self.model, self.version = model, newest
+        _LOG.info("Serving %s version %s", self.name, newest)
+
+    def _poll(self, seconds: float) -> None:
+        while not self._stop.wait(seconds):
+            self.refresh()
+
+    def close(self) -> None:
+        self._stop.set()
