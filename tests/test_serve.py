@@ -62,9 +62,7 @@ def base(tmp_path_factory):
     return os.path.dirname(path), os.path.basename(path)
 
 
-@pytest.fixture(scope="module")
-def server(base):
-    base_path, _ = base
+def _start(base_path, *flags):
     port = _free_port()
     proc = subprocess.Popen(
         [
@@ -96,6 +94,12 @@ def server(base):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(proc.stderr.read().decode()) from None
             time.sleep(0.2)
+    return client, proc
+
+
+@pytest.fixture(scope="module")
+def server(base):
+    client, proc = _start(base[0])
     yield client, proc
     if proc.poll() is None:
         proc.kill()
@@ -288,3 +292,31 @@ def test_new_version_is_served_without_failing_requests_then_sigterm(server, bas
     assert client.get(f"/v1/models/census/versions/{version}").status_code == 404
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
+
+
+def test_batching_merges_concurrent_requests_and_isolates_a_bad_one(base, loaded):
+    client, proc = _start(
+        base[0], "--enable_batching", "--max_batch_size", "8", "--batch_timeout_micros", "50000"
+    )
+    try:
+        sizes = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        bodies = [
+            {"signature_name": "predict", "instances": [{"size": s, "color": "green"}]}
+            for s in sizes
+        ]
+        bodies.append(
+            {"signature_name": "predict", "instances": [{"size": "bad", "color": "green"}]}
+        )
+        with ThreadPoolExecutor(len(bodies)) as pool:
+            answers = list(
+                pool.map(lambda b: client.post("/v1/models/census:predict", json=b), bodies)
+            )
+        want = loaded.signatures["predict"](size=sizes, color=["green"] * 6)["logits"]
+        got = [a.json()["predictions"][0]["logits"] for a in answers[:-1]]
+        np.testing.assert_allclose(got, want, atol=1e-6)
+        assert answers[-1].status_code == 400
+        assert "'size' must be float32" in answers[-1].json()["error"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        client.close()

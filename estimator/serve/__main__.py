@@ -24,6 +24,9 @@ def main(argv=None) -> None:
     parser.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0)
     parser.add_argument("--max_request_bytes", type=int, default=64 << 20)
     parser.add_argument("--graceful_shutdown_seconds", type=float, default=30.0)
+    parser.add_argument("--enable_batching", action="store_true")
+    parser.add_argument("--max_batch_size", type=int, default=32)
+    parser.add_argument("--batch_timeout_micros", type=int, default=1000)
     args = parser.parse_args(argv)
     watcher = ModelWatcher(
         args.model_name, args.model_base_path, args.file_system_poll_wait_seconds
@@ -33,7 +36,12 @@ def main(argv=None) -> None:
             f"No servable version under {args.model_base_path}: expected <base>/<integer>/ "
             "directories written by Estimator.export_saved_model."
         )
-    app = build_app(watcher, max_request_bytes=args.max_request_bytes)
+    app = build_app(
+        watcher,
+        max_request_bytes=args.max_request_bytes,
+        max_batch_size=args.max_batch_size if args.enable_batching else None,
+        batch_timeout_micros=args.batch_timeout_micros,
+    )
     # uvicorn shuts down gracefully, then re-raises the signal to the handler it found:
     # this one turns SIGTERM into exit status 0, as TF Serving's clean shutdown.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from estimator.serve._batching import Batcher
 from estimator.serve._models import ModelWatcher
 
 _METHODS = {
@@ -140,16 +141,33 @@ def _call(signature, columns: dict) -> dict:
         raise ServingError(400, str(err)) from None
 
 
-def build_app(watcher: ModelWatcher, max_request_bytes: int = 64 << 20) -> Starlette:
+def build_app(
+    watcher: ModelWatcher,
+    max_request_bytes: int = 64 << 20,
+    max_batch_size: int | None = None,
+    batch_timeout_micros: int = 1000,
+) -> Starlette:
     """The REST app for one watched model.
 
     Args:
       watcher: the :class:`ModelWatcher` serving the model.
       max_request_bytes: larger request bodies get 413.
+      max_batch_size: if set, concurrent requests are merged into calls of up to this many
+        rows (TF Serving's ``--enable_batching``); ``None``: one call per request.
+      batch_timeout_micros: how long a batch waits for more requests.
 
     Returns:
       A Starlette ASGI app with TF Serving's ``/v1/models/{name}`` routes.
     """
+
+    batcher = (
+        None if max_batch_size is None else Batcher(_call, max_batch_size, batch_timeout_micros)
+    )
+
+    async def run(signature, columns: dict) -> dict:
+        if batcher is None:
+            return await run_in_threadpool(_call, signature, columns)
+        return await batcher(signature, columns)
 
     async def status(request: Request):
         version, _ = _version_of(watcher, request)
@@ -227,7 +245,7 @@ def build_app(watcher: ModelWatcher, max_request_bytes: int = 64 << 20) -> Starl
                 columns = {names[0]: inputs}
             else:
                 raise ServingError(400, f"'inputs' must be an object keyed by input name {names}.")
-        outputs = await run_in_threadpool(_call, signature, columns)
+        outputs = await run(signature, columns)
         if formats[0] == "inputs":
             result = {k: _jsonable(v) for k, v in outputs.items()}
             if len(result) == 1:
@@ -252,7 +270,7 @@ def build_app(watcher: ModelWatcher, max_request_bytes: int = 64 << 20) -> Starl
         rows = [{**context, **e} for e in examples]
         keys = {k for row in rows for k in row}
         columns = {k: [row.get(k) for row in rows] for k in keys}
-        outputs = await run_in_threadpool(_call, signature, columns)
+        outputs = await run(signature, columns)
         if method == "regress":
             return JSONResponse({"result": _jsonable(outputs["outputs"].reshape(-1))})
         scores = _jsonable(outputs["scores"]) if "scores" in outputs else None

@@ -1,0 +1,78 @@
+"""Server-side batching of concurrent requests (TF Serving's ``--enable_batching``)."""
+
+import asyncio
+
+from starlette.concurrency import run_in_threadpool
+
+
+class Batcher:
+    """Merges concurrent calls of one signature into one call of up to ``max_batch_size`` rows.
+
+    A call waits at most ``batch_timeout_micros`` for others to join it (TF Serving's
+    ``max_batch_size`` and ``batch_timeout_micros`` batching parameters). Calls whose inputs
+    have different names, or are not lists of rows, run on their own. If a merged call fails
+    (one request's bad input), each request is rerun alone, so only the bad one gets the error.
+
+    Args:
+      call: ``call(signature, columns) -> {output: np.ndarray}`` (blocking).
+      max_batch_size: rows per merged call.
+      batch_timeout_micros: how long the first call of a batch waits for more.
+    """
+
+    def __init__(self, call, max_batch_size: int = 32, batch_timeout_micros: int = 1000) -> None:
+        self._call = call
+        self.max_batch_size = max_batch_size
+        self.timeout = batch_timeout_micros / 1e6
+        self._queues: dict = {}
+
+    async def __call__(self, signature, columns: dict) -> dict:
+        rows = _rows(columns)
+        if rows is None or rows >= self.max_batch_size:
+            return await run_in_threadpool(self._call, signature, columns)
+        key = (id(signature), tuple(sorted(columns)))
+        future = asyncio.get_running_loop().create_future()
+        pending = self._queues.get(key)
+        if pending is None:
+            pending = self._queues[key] = []
+            asyncio.get_running_loop().create_task(self._run(key, signature))
+        pending.append((columns, rows, future))
+        if sum(r for _, r, _ in pending) >= self.max_batch_size:
+            self._queues.pop(key, None)
+            asyncio.get_running_loop().create_task(self._flush(signature, pending))
+        return await future
+
+    async def _run(self, key, signature) -> None:
+        await asyncio.sleep(self.timeout)
+        pending = self._queues.pop(key, None)
+        if pending:
+            await self._flush(signature, pending)
+
+    async def _flush(self, signature, pending: list) -> None:
+        if len(pending) == 1:
+            jobs = pending
+        else:
+            merged = {k: [v for cols, _, _ in pending for v in cols[k]] for k in pending[0][0]}
+            try:
+                outputs = await run_in_threadpool(self._call, signature, merged)
+            except Exception:
+                jobs = pending  # rerun alone: each request gets its own answer or error
+            else:
+                start = 0
+                for _, rows, future in pending:
+                    future.set_result({k: v[start : start + rows] for k, v in outputs.items()})
+                    start += rows
+                return
+        for columns, _, future in jobs:
+            try:
+                future.set_result(await run_in_threadpool(self._call, signature, columns))
+            except Exception as err:
+                future.set_exception(err)
+
+
+def _rows(columns: dict) -> int | None:
+    """The batch size of list-of-rows inputs, or ``None`` if they can't be concatenated."""
+    sizes = {len(v) if isinstance(v, list) else None for v in columns.values()}
+    if len(sizes) != 1 or None in sizes:
+        return None
+    (size,) = sizes
+    return size or None
