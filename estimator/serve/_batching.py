@@ -9,9 +9,11 @@ class Batcher:
     """Merges concurrent calls of one signature into one call of up to ``max_batch_size`` rows.
 
     A call waits at most ``batch_timeout_micros`` for others to join it (TF Serving's
-    ``max_batch_size`` and ``batch_timeout_micros`` batching parameters). Calls whose inputs
-    have different names, or are not lists of rows, run on their own. If a merged call fails
-    (one request's bad input), each request is rerun alone, so only the bad one gets the error.
+    ``max_batch_size`` and ``batch_timeout_micros`` batching parameters). A merged batch is
+    padded to a power of two so the model compiles for a handful of batch sizes only. Calls
+    whose inputs have different names, or are not lists of rows, run on their own. If a
+    merged call fails (one request's bad input), each request is rerun alone, so only the
+    bad one gets the error.
 
     Args:
       call: ``call(signature, columns) -> {output: np.ndarray}`` (blocking).
@@ -41,6 +43,11 @@ class Batcher:
             asyncio.get_running_loop().create_task(self._flush(signature, pending))
         return await future
 
+    def _bucket(self, rows: int) -> int:
+        """The smallest power of two >= ``rows``, at most ``max_batch_size`` (TF Serving's
+        ``allowed_batch_sizes`` padding; padded rows repeat the first and are dropped)."""
+        return min(1 << (rows - 1).bit_length(), max(rows, self.max_batch_size))
+
     async def _run(self, key, signature) -> None:
         await asyncio.sleep(self.timeout)
         pending = self._queues.pop(key, None)
@@ -52,6 +59,9 @@ class Batcher:
             jobs = pending
         else:
             merged = {k: [v for cols, _, _ in pending for v in cols[k]] for k in pending[0][0]}
+            total = sum(rows for _, rows, _ in pending)
+            padded = self._bucket(total)  # a few fixed batch sizes: no recompile per size
+            merged = {k: v + [v[0]] * (padded - total) for k, v in merged.items()}
             try:
                 outputs = await run_in_threadpool(self._call, signature, merged)
             except Exception:
