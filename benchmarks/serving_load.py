@@ -7,7 +7,8 @@ once without and once with ``--enable_batching`` (``--max_batch_size 64
 --batch_timeout_micros 1000``). For 1, 8 and 64 concurrent clients (threads, one
 keep-alive ``httpx.Client`` each) and 1 and 32 adult.test rows per request, every client
 sends ``POST /v1/models/census:classify`` (``{"examples": [...]}``) back to back for
-``--seconds``; reported: requests/s over the run and p50/p99 of each request's wall time
+``--seconds`` (after 1 s of 64 clients as warm-up, which compiles the batch sizes);
+reported: requests/s over the run and p50/p99 of each request's wall time
 (JSON encoding, HTTP, server, decoding). The clients run on the same machine as the
 server, so they compete for its cores. The in-process row is the loaded
 ``serving_default`` signature called back to back in one thread with the same rows as
@@ -151,7 +152,7 @@ def main() -> None:
                                       zip(*cols.values(), strict=True)]}
                         for cols in (columns_of(test_x, rows, i) for i in range(16))
                     ]  # fmt: skip
-                    load(url, bodies, 1, 0.5)  # warm-up: compiles this batch size
+                    load(url, bodies, 64, 1.0)  # warm-up: compiles the batch sizes seen
                     for clients in CLIENTS:
                         rate, times = load(url, bodies, clients, args.seconds)
                         label = (

@@ -135,6 +135,15 @@ def test_status_and_metadata(server, base):
         "predict": "tensorflow/serving/predict",
     }
     assert set(defs["predict"]["inputs"]) == {"size", "color"}
+    # TF Serving's TensorInfo JSON; [b, 2] with a symbolic batch -> sizes "-1", "2".
+    assert defs["predict"]["outputs"]["probabilities"] == {
+        "dtype": "DT_FLOAT",
+        "tensor_shape": {
+            "dim": [{"size": "-1", "name": ""}, {"size": "2", "name": ""}],
+            "unknown_rank": False,
+        },
+        "name": "probabilities",
+    }
 
 
 def test_predict_rows_columnar_and_b64_match_the_loader(server, loaded):

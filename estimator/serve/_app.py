@@ -59,6 +59,19 @@ def _jsonable(array: np.ndarray):
     return array.tolist()
 
 
+_TF_DTYPES = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE", "string": "DT_STRING"}
+
+
+def _tensor_info(name: str, spec: dict) -> dict:
+    """A signature input/output as TF Serving's metadata shows a ``TensorInfo``."""
+    dims = [{"size": str(d if isinstance(d, int) else -1), "name": ""} for d in spec["shape"]]
+    return {
+        "dtype": _TF_DTYPES.get(spec["dtype"], "DT_" + spec["dtype"].upper()),
+        "tensor_shape": {"dim": dims, "unknown_rank": False},
+        "name": name,
+    }
+
+
 def _version_of(watcher: ModelWatcher, request: Request):
     """The served model for the URL, or a 404 like TF Serving's."""
     name = request.path_params["name"]
@@ -188,14 +201,8 @@ def build_app(
         defs = {}
         for key, sig in model.signatures.items():
             defs[key] = {
-                "inputs": {
-                    n: {"dtype": s["dtype"], "tensor_shape": s["shape"], "name": n}
-                    for n, s in sig.inputs.items()
-                },
-                "outputs": {
-                    n: {"dtype": s["dtype"], "tensor_shape": s["shape"], "name": n}
-                    for n, s in sig.outputs.items()
-                },
+                "inputs": {n: _tensor_info(n, s) for n, s in sig.inputs.items()},
+                "outputs": {n: _tensor_info(n, s) for n, s in sig.outputs.items()},
                 "method_name": sig.method_name,
             }
         return JSONResponse(
