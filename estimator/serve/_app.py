@@ -94,7 +94,7 @@ async def _json_body(request: Request, limit: int) -> dict:
             f"Request body of {length} bytes exceeds the limit of {limit} bytes "
             "(--max_request_bytes).",
         )
-    body = b""
+    body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
