@@ -18,6 +18,7 @@ import copy
 import logging
 import os
 import random
+import signal
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -33,6 +34,7 @@ from estimator.default_hooks import default_training_hooks
 from estimator.driver import ModelFunction, StepCompiler, TrainState, verify_model_fn_args
 from estimator.export import _writer
 from estimator.inputs import Prefetcher, batch_pipeline, call_input_fn, placement
+from estimator.interrupt import SignalGuard
 from estimator.mode_keys import ModeKeys
 from estimator.run_config import RunConfig, TaskType, config_with_model_dir
 from estimator.session import (
@@ -333,11 +335,19 @@ class Estimator:
         state = self._states.read(compiler, first, latest, training=True)
         runner = TrainRunner(compiler, state, self._config.steps_per_execution)
         session = self._create_session(ModeKeys.TRAIN, runner, state, all_hooks)
+        guard = SignalGuard(sigterm=self._config.save_checkpoint_on_preemption)
         try:
-            count = run_loop(session, all_hooks, prefetcher, advances_global_step=True)
+            with guard:
+                count = run_loop(
+                    session, all_hooks, prefetcher, advances_global_step=True, guard=guard
+                )
+            if guard.signum == signal.SIGTERM and self._checkpointer is not None:
+                logger.warning("Preempted: saving checkpoints for %d.", session.global_step)
+                self._checkpointer.save(session.global_step, session.state)
         finally:
             if self._checkpointer is not None:
                 self._checkpointer.wait()
+        guard.raise_if_received()
         if count == 0:
             logger.warning(
                 "Training with estimator made no steps. Perhaps input is empty or misspecified."
@@ -413,7 +423,9 @@ class Estimator:
             hook.begin()
         runner = EvalRunner(compiler, state, acc, self._config.steps_per_execution)
         session = self._create_session(ModeKeys.EVAL, runner, state, all_hooks)
-        run_loop(session, all_hooks, prefetcher, num_steps=steps)
+        with SignalGuard(sigterm=False) as guard:
+            run_loop(session, all_hooks, prefetcher, num_steps=steps, guard=guard)
+        guard.raise_if_received()
         runner.flush()
         metrics, loss = jax.device_get(self._finalize(runner.accumulator))
         results = {k: _host_value(v) for k, v in metrics.items()}

@@ -45,7 +45,12 @@ _DEFAULT_REPLACEABLE_LIST = [
     "checkpoint_save_graph_def",
 ]
 # Ours, beyond TF's list.
-_EXTRA_REPLACEABLE = ["random_seed", "mesh", "steps_per_execution"]
+_EXTRA_REPLACEABLE = [
+    "random_seed",
+    "mesh",
+    "steps_per_execution",
+    "save_checkpoint_on_preemption",
+]
 
 _SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
 
@@ -213,6 +218,10 @@ class RunConfig:
         ``steps_per_execution``). Hooks are still called at every step, in order; a hook
         that fetches a value or reads the state runs the queued steps first. Batches from
         ``input_fn`` must not be modified after they are yielded. 1 runs each step alone.
+      save_checkpoint_on_preemption: keyword-only; on SIGTERM during ``train()``, finish
+        the current step, save a checkpoint of it and raise ``SystemExit(143)`` (see
+        ``estimator.interrupt``). False keeps TF's behaviour: SIGTERM ends the process at
+        once and the steps since the last checkpoint are lost.
 
     Raises:
       ValueError: TF's messages for invalid values (e.g. "save_summary_steps should be >=
@@ -242,6 +251,7 @@ class RunConfig:
         random_seed: int | None = None,
         mesh: jax.sharding.Mesh | None = None,
         steps_per_execution: int = 32,
+        save_checkpoint_on_preemption: bool = True,
     ) -> None:
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, 600
@@ -280,6 +290,7 @@ class RunConfig:
             checkpoint_save_graph_def=checkpoint_save_graph_def,
             mesh=mesh,
             steps_per_execution=steps_per_execution,
+            save_checkpoint_on_preemption=bool(save_checkpoint_on_preemption),
         )
         for key, value in values.items():
             object.__setattr__(self, "_" + key, value)
@@ -363,7 +374,7 @@ class RunConfig:
                 )
         if "random_seed" in kwargs:
             kwargs["tf_random_seed"] = kwargs.pop("random_seed")
-        extra = ["mesh", "steps_per_execution"]
+        extra = ["mesh", "steps_per_execution", "save_checkpoint_on_preemption"]
         values = {key: getattr(self, "_" + key) for key in _DEFAULT_REPLACEABLE_LIST + extra}
         values.update(kwargs)
         steps, secs = values["save_checkpoints_steps"], values["save_checkpoints_secs"]
@@ -374,8 +385,8 @@ class RunConfig:
             values["save_checkpoints_secs"] = None
         elif "save_checkpoints_secs" in kwargs and secs is not None:
             values["save_checkpoints_steps"] = None
-        mesh, spe = values.pop("mesh"), values.pop("steps_per_execution")
-        return RunConfig(**values, mesh=mesh, steps_per_execution=spe)
+        extras = {key: values.pop(key) for key in extra}
+        return RunConfig(**values, **extras)
 
     def __repr__(self) -> str:
         fields = ", ".join(
@@ -415,6 +426,7 @@ class RunConfig:
     checkpoint_save_graph_def = property(lambda self: self._checkpoint_save_graph_def)
     mesh = property(lambda self: self._mesh)
     steps_per_execution = property(lambda self: self._steps_per_execution)
+    save_checkpoint_on_preemption = property(lambda self: self._save_checkpoint_on_preemption)
     cluster_spec = property(lambda self: self._cluster_spec)
     task_type = property(lambda self: self._task_type)
     task_id = property(lambda self: self._task_id)

@@ -19,6 +19,7 @@ import numpy as np
 from estimator import hooks as hooks_lib
 from estimator.driver import StepCompiler, TrainState
 from estimator.inputs import Prefetcher
+from estimator.interrupt import SignalGuard
 from estimator.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
@@ -235,6 +236,7 @@ def loop_steps(
     *,
     num_steps: int | None = None,
     advances_global_step: bool = False,
+    guard: SignalGuard | None = None,
 ) -> Iterator[int]:
     """Runs steps with TF's hook protocol until a stop, the end of input or ``num_steps``,
     yielding the number of steps run after each one.
@@ -249,6 +251,8 @@ def loop_steps(
       prefetcher: the batches.
       num_steps: at most this many steps (evaluation's ``steps``).
       advances_global_step: training: the global step grows by one per step.
+      guard: a :class:`~estimator.interrupt.SignalGuard`; when it has received a signal
+        the loop stops after the step, without calling ``end`` (as an exception would).
     """
     count = 0
     run = session.runner.run
@@ -308,6 +312,9 @@ def loop_steps(
         yield count
         if context.stop_requested:
             break
+        if guard is not None and guard.signum is not None:
+            session.runner.flush()
+            return
     session.runner.flush()
     for hook in hooks:
         hook.end(session)
