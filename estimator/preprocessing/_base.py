@@ -13,6 +13,7 @@ import numpy as np
 from estimator.preprocessing._specs import STRING, FixedLenFeature, VarLenFeature, _as_list
 
 _MAX_ID = 2**31 - 1  # ids are int32 on the device
+_INT64_MAX = 2**63 - 1
 
 
 def _require(features: Mapping, key: str, who: str) -> Any:
@@ -53,6 +54,8 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
     if x.dtype.kind == "S":
         return np.char.decode(x, "utf-8"), STRING
     if x.dtype.kind in "iu":
+        if x.dtype == np.uint64 and x.size and x.max() > _INT64_MAX:
+            raise _int64_overflow(key, who, x.max())
         return x.astype(np.int64, copy=False), "int"
     if x.dtype.kind == "O":
         flat = x.ravel().tolist()
@@ -60,11 +63,22 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
             strings = [v.decode("utf-8") if isinstance(v, bytes) else v for v in flat]
             return np.array(strings, dtype=str).reshape(x.shape), STRING
         if all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
+            for v in flat:
+                if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+                    raise _int64_overflow(key, who, v)
             return x.astype(np.int64), "int"
     raise ValueError(
         f"{who}: feature {key!r} has dtype {x.dtype}; expected strings or integers (a "
         "categorical feature). Convert it in input_fn, e.g. x.astype(np.int64) for integral "
         "floats or x.astype(str)."
+    )
+
+
+def _int64_overflow(key: str, who: str, value) -> ValueError:
+    return ValueError(
+        f"{who}: feature {key!r} holds the integer {value}, which does not fit int64 (TF's "
+        "integer type for categorical features). Pass ids within int64, or hash them as "
+        "strings (categorical_column_with_hash_bucket on str(value))."
     )
 
 
