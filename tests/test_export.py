@@ -404,7 +404,7 @@ def test_linear_classifier_export_scores_raw_strings_like_predict(linear):
 
 def test_manifest_fields(exported, trained):
     manifest = _manifest(exported[1])
-    assert manifest["format"] == "jax_estimator.export" and manifest["version"] == 1
+    assert manifest["format"] == "jax_estimator.export" and manifest["version"] == 2
     assert manifest["jax_version"] == jax.__version__
     assert manifest["platforms"] == ["cpu"]
     assert manifest["global_step"] == 3
@@ -420,6 +420,11 @@ def test_manifest_fields(exported, trained):
         "probability": {"dtype": "float32", "shape": ["b"]},
     }
     assert manifest["input_transform"] is None and manifest["assets"] == []
+    # No host path of the exporting machine: the checkpoint by name only.
+    assert manifest["checkpoint"] == "model.ckpt_3"
+    assert "/" not in json.dumps(manifest["checkpoint"]) and str(trained.model_dir) not in (
+        json.dumps(manifest)
+    )
 
 
 def test_one_serialized_function_per_signature_taking_the_variables(linear):
@@ -500,8 +505,11 @@ def test_outputs_follow_the_saved_variables(exported, tmp_path):
             },
         )
     x = np.array([[1.0, 1.0, 1.0], [0.0, 2.0, 4.0]], np.float32)
+    # The checksums catch the rewrite; verify_files=False loads it anyway.
+    with pytest.raises(ValueError, match=r"variables/.* is corrupt or was altered"):
+        est.export.load(copy)
     # logits = [1 + 2 - 1 + 0.5, 0 + 4 - 4 + 0.5] = [2.5, 0.5]
-    out = est.export.load(copy).signatures["serving_default"](x=x)
+    out = est.export.load(copy, verify_files=False).signatures["serving_default"](x=x)
     np.testing.assert_allclose(out["logits"], [2.5, 0.5], rtol=1e-6)
 
 

@@ -5,7 +5,8 @@
     <export_dir_base>/<unix seconds>/
         manifest.json          signatures (inputs, outputs, dtypes, shapes), jax version,
                                platforms, global step, variables, the host-side input
-                               transform (feature columns on strings), assets
+                               transform (feature columns on strings), assets, and the
+                               sha256 of every other file (paths relative to the export)
         functions/<sig>.jax    one serialized jax.export function per signature
                                (StableHLO; symbolic batch dimension "b"); with
                                as_text=True also <sig>.mlir
@@ -16,8 +17,12 @@
 
 A function takes ``(variables, features, labels)`` — the features after the host-side
 transform — and returns the signature's outputs; string outputs leave it as ids, named by
-the vocabulary in the manifest. Nothing is pickled; loading runs no code from the export.
-:func:`load` serves an export in any process with jax installed, without the model's code.
+the vocabulary in the manifest. :func:`load` serves an export in any process with jax
+installed, without the model's code. Nothing is pickled and no Python from the export runs,
+but the StableHLO functions are executable code: load exports only from sources you trust.
+``load`` refuses manifest paths that are absolute, unnormalized or lead out of the export
+directory (symlinks included) and, unless ``verify_files=False``, any file whose sha256
+differs from the manifest's or that the manifest does not list; it records no host path.
 
 Command line (like TF's ``saved_model_cli``)::
 

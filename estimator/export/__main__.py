@@ -20,6 +20,11 @@ from estimator.export._loader import load
 def _columns(payload) -> dict:
     if isinstance(payload, dict) and "instances" in payload:
         rows = payload["instances"]
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise ValueError(
+                "'instances' must be a list of objects, one per example: "
+                '{"instances": [{"age": 39}, {"age": 50}]}'
+            )
         names = list(dict.fromkeys(k for row in rows for k in row))
         return {k: [row.get(k) for row in rows] for k in names}
     if isinstance(payload, dict) and "inputs" in payload:
@@ -62,6 +67,8 @@ def show(path: str) -> str:
 
 
 def main(argv=None) -> int:
+    """Runs the command line; returns the exit code (0; 2 for bad input, with the reason
+    on stderr and no traceback)."""
     parser = argparse.ArgumentParser(prog="python -m estimator.export", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     show_parser = sub.add_parser("show", help="print the signatures of an export")
@@ -71,6 +78,14 @@ def main(argv=None) -> int:
     run_parser.add_argument("--signature", default="serving_default")
     run_parser.add_argument("--inputs", required=True, help="JSON file ('-' for stdin)")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except (ValueError, OSError) as err:  # bad export, bad JSON, bad inputs: no traceback
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
     if args.command == "show":
         print(show(args.dir))
         return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,11 +12,13 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jax import export as jax_export
 
+from estimator.export._integrity import safe_path, verify
 from estimator.preprocessing import InputTransform, VarLenFeature, feature_from_config
 
 __all__ = ["load", "LoadedModel", "Signature"]
 
 FORMAT = "jax_estimator.export"
+VERSIONS = (1, 2)  # manifests this loader reads (1: before checksums)
 MANIFEST = "manifest.json"
 
 
@@ -271,7 +272,7 @@ class LoadedModel:
     A loaded model may be called from many threads at once.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, verify_files: bool = True) -> None:
         self.path = path
         manifest_path = os.path.join(path, MANIFEST)
         if os.path.basename(os.path.normpath(path)).startswith("temp-") or not os.path.isfile(
@@ -281,27 +282,80 @@ class LoadedModel:
                 f"{path} is not a complete export: expected {MANIFEST} in a directory named by "
                 "its timestamp (a temp-* directory is an interrupted export)."
             )
-        with open(manifest_path) as f:
-            self.manifest = json.load(f)
-        if self.manifest.get("format") != FORMAT:
-            raise ValueError(f"{manifest_path} is not a jax-estimator export manifest.")
-        self.global_step = self.manifest["global_step"]
+        self.manifest = _read_manifest(path)
+        if verify_files:
+            verify(path, self.manifest.get("files"))
+        try:
+            self.global_step = int(self.manifest["global_step"])
+            signatures = dict(self.manifest["signatures"])
+            config = self.manifest.get("input_transform")
+            assets = [
+                safe_path(path, f"assets/{name}", "an asset")
+                for name in self.manifest.get("assets", [])
+            ]
+            functions = {
+                name: safe_path(path, entry["function"], f"signature {name!r}'s function")
+                for name, entry in signatures.items()
+            }
+        except (KeyError, TypeError, AttributeError) as err:
+            raise ValueError(
+                f"{manifest_path} is malformed ({type(err).__name__}: {err}). Re-export the model."
+            ) from None
         self.variables = read_variables(path)
-        config = self.manifest.get("input_transform")
-        transform = (
-            None
-            if config is None
-            else InputTransform.from_config(config, assets_dir=os.path.join(path, "assets"))
-        )
+        transform = None
+        if config is not None:
+            assets_dir = os.path.join(path, "assets")
+            if any(os.path.dirname(a) != os.path.realpath(assets_dir) for a in assets):
+                raise ValueError(f"{manifest_path}: assets must lie directly in assets/.")
+            transform = InputTransform.from_config(config, assets_dir=assets_dir)
         self.signatures = {}
-        for name, entry in self.manifest["signatures"].items():
-            with open(os.path.join(path, entry["function"]), "rb") as f:
-                exported = jax_export.deserialize(bytearray(f.read()))
-            self.signatures[name] = Signature(name, entry, exported, self.variables, transform)
-        self._lock = threading.Lock()
+        for name, entry in signatures.items():
+            exported = _deserialize(functions[name])
+            try:
+                self.signatures[name] = Signature(name, entry, exported, self.variables, transform)
+            except (KeyError, TypeError, AttributeError) as err:
+                raise ValueError(
+                    f"{manifest_path}: signature {name!r} is malformed ({type(err).__name__}: "
+                    f"{err}). Re-export the model."
+                ) from None
 
     def __repr__(self) -> str:
         return f"LoadedModel({self.path!r}, signatures={sorted(self.signatures)})"
+
+
+def _read_manifest(path: str) -> dict:
+    manifest_path = os.path.join(path, MANIFEST)
+    safe_path(path, MANIFEST, "the manifest")
+    try:
+        with open(manifest_path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(
+            f"{manifest_path} is corrupt: not valid UTF-8 JSON ({err}). Re-copy or re-export "
+            "the model."
+        ) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ValueError(f"{manifest_path} is not a jax-estimator export manifest.")
+    if manifest.get("version") not in VERSIONS:
+        raise ValueError(
+            f"{manifest_path} has version {manifest.get('version')!r}; this jax-estimator "
+            f"reads versions {list(VERSIONS)}. Load it with the jax-estimator that wrote it, "
+            "or re-export the model."
+        )
+    return manifest
+
+
+def _deserialize(function_path: str):
+    """``jax.export.deserialize`` of one signature's file, with errors naming the file."""
+    with open(function_path, "rb") as f:
+        blob = bytearray(f.read())
+    try:
+        return jax_export.deserialize(blob)
+    except Exception as err:  # the deserializer's errors are flatbuffer internals
+        raise ValueError(
+            f"{function_path} is not a valid jax.export function ({type(err).__name__}: "
+            f"{err}). The file is truncated or corrupt: re-copy or re-export the model."
+        ) from None
 
 
 def read_variables(path) -> dict:
@@ -309,31 +363,53 @@ def read_variables(path) -> dict:
 
     Args:
       path: the export directory (str, PathLike, or bytes as ``export_saved_model`` returns).
+
+    Raises:
+      ValueError: if ``variables/`` cannot be read (names the directory).
     """
-    restored = ocp.StandardCheckpointer().restore(
-        os.path.abspath(os.path.join(os.fsdecode(path), "variables"))
-    )
+    directory = os.path.abspath(os.path.join(os.fsdecode(path), "variables"))
+    try:
+        restored = ocp.StandardCheckpointer().restore(directory)
+    except Exception as err:  # orbax/tensorstore raise many types for a damaged checkpoint
+        raise ValueError(
+            f"The variables of the export in {directory} cannot be read "
+            f"({type(err).__name__}: {err}). Re-copy or re-export the model."
+        ) from None
     return {
         "trainable": dict(restored.get("trainable", {})),
         "non_trainable": dict(restored.get("non_trainable", {})),
     }
 
 
-def load(path) -> LoadedModel:
+def load(path, *, verify_files: bool = True) -> LoadedModel:
     """Loads an export written by ``Estimator.export_saved_model``.
 
     Needs only jax (and this package's host-side preprocessing): no model code, no TF.
 
+    What loading trusts: an export's ``functions/*.jax`` are StableHLO programs that are
+    compiled and run, so **an export is executable code**; load only exports from sources
+    you trust, as you would a Python package. Nothing is unpickled and no Python from the
+    export runs. What loading checks: every path in the manifest is relative, normalized and
+    inside the export directory (symlinks out of it are refused); with ``verify_files``
+    (the default) every file's sha256 must equal the manifest's and no file may be added,
+    before anything is deserialized (a damaged function file could otherwise crash the
+    process inside the deserializer). The checksums detect damage in copying and storage,
+    not a forger who rewrites the manifest too; sign or checksum the directory out of band
+    for that.
+
     Args:
       path: the export directory (str, bytes as returned by ``export_saved_model``, or
         PathLike).
+      verify_files: check every file's sha256 against the manifest (reads each file once;
+        ``False`` skips it, for speed with exports you have just verified).
 
     Returns:
       A :class:`LoadedModel`; call ``model.signatures["serving_default"](**inputs)``.
 
     Raises:
-      ValueError: if ``path`` is not a complete export.
+      ValueError: if ``path`` is not a complete export, or its manifest or a file in it is
+        corrupt, altered, or points outside the export (the message names the file).
     """
     if isinstance(path, bytes):
         path = path.decode()
-    return LoadedModel(os.fspath(path))
+    return LoadedModel(os.fspath(path), verify_files=verify_files)

@@ -27,6 +27,7 @@ from jax import export as jax_export
 
 from estimator import checkpoint as ckpt
 from estimator.driver import StepCompiler
+from estimator.export._integrity import checksums
 from estimator.export._receivers import (
     ParsingServingInputReceiver,
     ServingInputReceiver,
@@ -40,7 +41,7 @@ from estimator.variables import APPLY, Frame
 logger = logging.getLogger("estimator")
 
 FORMAT = "jax_estimator.export"
-VERSION = 1
+VERSION = 2  # 2: "files" (sha256 of every file); "checkpoint" is a name, not a path
 MANIFEST = "manifest.json"
 _STRING = "string"
 
@@ -409,13 +410,16 @@ def export(
             "jax_version": jax.__version__,
             "platforms": list(platforms),
             "global_step": int(exporter.meta["global_step"]),
-            "checkpoint": path,
+            # The checkpoint's name only: an export records no path of the machine it was
+            # written on.
+            "checkpoint": os.path.basename(os.path.normpath(path)),
             "variables": ckpt.variable_specs(
                 exporter.variables["trainable"], exporter.variables["non_trainable"]
             ),
             "input_transform": None if transform is None else transform.to_config(),
             "assets": assets,
             "signatures": signatures,
+            "files": checksums(temp),
         }
         with open(os.path.join(temp, MANIFEST), "w") as f:
             json.dump(manifest, f, indent=2 if as_text else None, sort_keys=True)
