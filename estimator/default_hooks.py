@@ -37,8 +37,9 @@ def default_training_hooks(
     """
     log_steps = config.log_step_count_steps
     worker_hooks = list(hooks)
-    # The NaN guard is in the step; the hook reads its record when logging syncs anyway (every
-    # 100 steps without logging: a skipped step loses nothing, and ``end`` checks too).
+    # The NaN guard is in the step (after a non-finite loss no step changes anything); the
+    # hook raises as soon as any fetch or checkpoint save brings the record to the host,
+    # and checks it itself every log_step_count_steps (100 without logging) and at the end.
     worker_hooks.append(hooks_lib.NanTensorHook(hooks_lib.LOSS, every_n_iter=log_steps or 100))
     if log_steps:
         worker_hooks.append(

@@ -300,10 +300,13 @@ class StepCompiler:
         def skip(_):
             return state.trainable, state.non_trainable, state.opt_state
 
-        # A non-finite loss leaves everything as it was (a conditional, not an elementwise
-        # select over every variable: the skipped branch costs nothing).
+        # A non-finite loss leaves everything as it was, and so does every later step of
+        # this loop: nothing computed after a NaN can reach the variables or a checkpoint
+        # before the host sees the record (at its next fetch) and stops. A conditional,
+        # not an elementwise select over every variable: the skipped branch costs nothing.
         finite = jnp.isfinite(loss)
-        trainable, non_trainable, opt_state = jax.lax.cond(finite, apply, skip, None)
+        healthy = finite & (state.non_finite_step < 0)
+        trainable, non_trainable, opt_state = jax.lax.cond(healthy, apply, skip, None)
         new_state = TrainState(
             trainable,
             non_trainable,

@@ -342,8 +342,15 @@ class Estimator:
                     session, all_hooks, prefetcher, advances_global_step=True, guard=guard
                 )
             if guard.signum == signal.SIGTERM and self._checkpointer is not None:
-                logger.warning("Preempted: saving checkpoints for %d.", session.global_step)
-                self._checkpointer.save(session.global_step, session.state)
+                step, state = session.checkpoint_state(session.global_step)
+                logger.warning("Preempted: saving checkpoints for %d.", step)
+                self._checkpointer.save(step, state)
+        except hooks_lib.NanLossDuringTrainingError:
+            if self._checkpointer is not None:
+                # The last finite state, as the checkpoint of the step whose loss was not
+                # finite: the steps since the last save are not lost.
+                self._checkpointer.save(*session.checkpoint_state(session.global_step))
+            raise
         finally:
             if self._checkpointer is not None:
                 self._checkpointer.wait()

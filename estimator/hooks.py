@@ -245,9 +245,14 @@ class NanTensorHook(SessionRunHook):
     (``tf.compat.v1.train.NanTensorHook``).
 
     The train step itself never applies a step whose loss is NaN or infinite (TF applies
-    it and the variables become NaN); it records the first such global step on the device.
-    This hook reads that record every ``every_n_iter`` steps and at the end, so it does not
-    force a device -> host transfer each step. TF checks NaN only; this checks inf too.
+    it and the variables become NaN), nor any later step of the same ``train()``; it records
+    the first such global step on the device. This hook fetches that record every
+    ``every_n_iter`` steps and at the end, and between those checks sees it whenever another
+    hook's fetch or a checkpoint save brought it to the host (the record rides along with
+    every transfer), so it never forces a transfer per step yet stops at the first step the
+    host learns of the NaN. A checkpoint saved after the NaN holds the state of the NaN's
+    step under that step's number; ``Estimator.train`` saves it before this error leaves.
+    TF checks NaN only; this checks inf too.
 
     Args:
       loss_tensor: the loss to check: ``"loss"`` (the train loss, protected as above) or
@@ -282,10 +287,15 @@ class NanTensorHook(SessionRunHook):
         return SessionRunArgs(self._fetches()) if check else None
 
     def after_run(self, run_context, run_values) -> None:
-        if run_values.results is not None:
-            self._check(
-                run_values.results, run_context.session.global_step - 1, run_context.request_stop
-            )
+        session = run_context.session
+        results = run_values.results
+        if results is None:
+            # Between its own checks, the record any other fetch brought (no sync).
+            known = getattr(session, "non_finite_step", -1)
+            if known < 0:
+                return
+            results = {"record": known}
+        self._check(results, session.global_step - 1, run_context.request_stop)
 
     def end(self, session) -> None:
         self._check(session.run(self._fetches()), session.global_step - 1, lambda: None)
@@ -440,10 +450,11 @@ class CheckpointSaverHook(SessionRunHook):
             listener.end(session, last_step)
 
     def _save(self, session, step: int) -> bool:
+        step, state = session.checkpoint_state(step)  # a NaN's step, if there was one
         logger.info("Saving checkpoints for %d into %s.", step, self._checkpoint_dir)
         for listener in self._listeners:
             listener.before_save(session, step)
-        self._saver.save(step, session.state)
+        self._saver.save(step, state)
         if self._listeners:
             # Listeners (e.g. an evaluation after each save) read the checkpoint: finish it.
             self._saver.wait()

@@ -20,6 +20,7 @@ from estimator import hooks as hooks_lib
 from estimator.driver import StepCompiler, TrainState
 from estimator.inputs import Prefetcher
 from estimator.interrupt import SignalGuard
+from estimator.mode_keys import ModeKeys
 from estimator.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
@@ -43,6 +44,10 @@ class Session:
       outputs: the last step's named outputs (device arrays; likewise).
       output_names: the names every step outputs (what hooks may fetch besides
         ``global_step``).
+      non_finite_step: training: the first global step whose loss was not finite, as
+        last seen on the host, or -1. Every transfer :meth:`run` makes in training also
+        brings the device's record, so this is current whenever anything was fetched,
+        at no extra sync.
     """
 
     def __init__(
@@ -53,6 +58,7 @@ class Session:
         self.runner = runner
         self.global_step = global_step
         self.output_names = output_names
+        self.non_finite_step = -1
 
     @property
     def state(self) -> TrainState:
@@ -86,7 +92,13 @@ class Session:
         values = {name: self._lookup(name, step) for name in names}
         on_device = {k: v for k, v in values.items() if not isinstance(v, np.generic)}
         if on_device:  # one transfer for everything requested in this step
-            values.update(to_host(on_device))
+            training = self.mode == ModeKeys.TRAIN
+            if training:  # the NaN record rides along: a scalar in the same transfer
+                on_device.setdefault(hooks_lib.NON_FINITE_STEP, self.state.non_finite_step)
+            host = to_host(on_device)
+            if training:
+                self.non_finite_step = int(host[hooks_lib.NON_FINITE_STEP])
+            values.update(host)
 
         def build(f):
             if isinstance(f, str):
@@ -98,6 +110,20 @@ class Session:
             return None
 
         return build(fetches)
+
+    def checkpoint_state(self, step: int) -> tuple[int, TrainState]:
+        """``(global_step, state)`` to save as the checkpoint for ``step``.
+
+        After a non-finite loss at global step k, the train step changes nothing (see
+        ``StepCompiler``), so the state is the one of step k: it is saved as step k, never
+        under a later step's number. Reads the device's record (one scalar; a save
+        transfers the state anyway).
+        """
+        if self.mode == ModeKeys.TRAIN:
+            bad = int(self.run(hooks_lib.NON_FINITE_STEP))
+            if 0 <= bad < step:
+                return bad, self.state
+        return step, self.state
 
 
 def _strip(name: str) -> str:

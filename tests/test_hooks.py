@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import jax.numpy as jnp
 import numpy as np
@@ -193,9 +194,11 @@ def test_only_requested_values_leave_the_device(tmp_path, monkeypatch):
     )
     e = make(tmp_path, log_step_count_steps=5)
     e.train(feed(), steps=20)
-    # The logging and NaN hooks fetch at steps 0, 5, 10, 15 (one transfer each), and the NaN
-    # hook reads its record once more at the end. No other step moves a value to the host.
-    assert transfers == [["loss", "non_finite_step"]] * 4 + [["non_finite_step"]]
+    # The logging and NaN hooks fetch at steps 0, 5, 10, 15 (one transfer each); the
+    # checkpoint saves (steps 0 and 20) and the NaN hook's end read the record. No other step
+    # moves a value to the host.
+    record = [["non_finite_step"]]
+    assert transfers == record + [["loss", "non_finite_step"]] * 4 + record * 2
 
 
 # ----- NaN --------------------------------------------------------------------------------
@@ -210,23 +213,72 @@ def nan_batches(nan_at):
     return input_fn
 
 
-def test_nan_loss_leaves_variables_untouched_and_names_the_step(tmp_path):
+def _nan_batches(nan_at, count=6):
+    def input_fn():
+        for i in range(count):
+            labels = Y[(i % 6) * 8 : (i % 6 + 1) * 8].copy()
+            if i == nan_at:
+                labels[0] = np.nan
+            yield {"x": X[(i % 6) * 8 : (i % 6 + 1) * 8]}, labels
+
+    return input_fn
+
+
+def _first_batches(n):
+    def input_fn():
+        for i in range(n):
+            yield {"x": X[(i % 6) * 8 : (i % 6 + 1) * 8]}, Y[(i % 6) * 8 : (i % 6 + 1) * 8]
+
+    return input_fn
+
+
+def test_nan_loss_stops_the_model_at_that_step_and_saves_it_as_that_step(tmp_path):
     e = make(tmp_path / "nan")
     with pytest.raises(est.NanLossDuringTrainingError, match="global step 3") as info:
         e.train(nan_batches(3))
     assert info.value.global_step == 3
-
-    # The NaN step was skipped: the result equals training on the other five batches.
-    def skip_third():
-        for i in (0, 1, 2, 4, 5):
-            yield {"x": X[i * 8 : (i + 1) * 8]}, Y[i * 8 : (i + 1) * 8]
-
+    # Steps 3, 4, 5 changed nothing (TF: the NaN step is applied and training goes on): the
+    # variables are those of training on batches 0, 1, 2, saved as the checkpoint of step 3.
     clean = make(tmp_path / "clean")
-    clean.train(skip_third)
+    clean.train(_first_batches(3))
+    assert os.path.basename(e.latest_checkpoint()) == "model.ckpt_3"
     w_nan = e.get_variable_value("w")
     assert np.all(np.isfinite(w_nan))
-    np.testing.assert_allclose(w_nan, clean.get_variable_value("w"), rtol=1e-6)
-    assert e.get_variable_value("global_step") == 6  # the global step still counts it
+    np.testing.assert_array_equal(w_nan, clean.get_variable_value("w"))
+    assert e.get_variable_value("global_step") == 3
+
+
+def test_no_checkpoint_after_a_nan_holds_later_steps(tmp_path):
+    # Issue 16 item 5: a NaN at step 13, checks every 100 steps, saves every 10: TF trains on
+    # and saves steps 20..90 built on the NaN. Here the scheduled saves after step 13 (the
+    # first one reads the device's record) write the state of step 13 as step 13, and
+    # training stops there, at step 20, not at the next NaN check.
+    e = make(tmp_path / "nan", save_checkpoints_steps=10, save_checkpoints_secs=None)
+    with pytest.raises(est.NanLossDuringTrainingError, match="global step 13"):
+        e.train(_nan_batches(13, count=200))
+    steps = sorted(int(n.split("_")[1]) for n in os.listdir(tmp_path / "nan") if "ckpt_" in n)
+    assert steps == [0, 10, 13]
+    clean = make(tmp_path / "clean", save_checkpoints_steps=10, save_checkpoints_secs=None)
+    clean.train(_first_batches(13))
+    np.testing.assert_array_equal(e.get_variable_value("w"), clean.get_variable_value("w"))
+
+
+def test_a_nan_seen_by_any_fetch_stops_training_at_once(tmp_path):
+    # A hook fetching the loss every step brings the record along (same transfer): the NaN
+    # hook (checking every 100 steps itself) raises at the step after the NaN.
+    class LossEveryStep(est.SessionRunHook):
+        steps = 0
+
+        def before_run(self, run_context):
+            return est.SessionRunArgs("loss")
+
+        def after_run(self, run_context, run_values):
+            LossEveryStep.steps += 1
+
+    e = make(tmp_path, save_checkpoints_steps=None, save_checkpoints_secs=None)
+    with pytest.raises(est.NanLossDuringTrainingError, match="global step 13"):
+        e.train(_nan_batches(13, count=200), hooks=[LossEveryStep()])
+    assert LossEveryStep.steps == 14  # steps 0..13
 
 
 def test_nan_tensor_hook_stops_without_failing():
