@@ -47,6 +47,7 @@ from estimator.hooks import StepCounterHook as StepCounterHook
 from estimator.hooks import StopAtStepHook as StopAtStepHook
 from estimator.in_memory_evaluator import InMemoryEvaluatorHook as InMemoryEvaluatorHook
 from estimator.mode_keys import ModeKeys as ModeKeys
+from estimator.model_dir_lock import ModelDirBusyError as ModelDirBusyError
 from estimator.model_fn import EstimatorSpec as EstimatorSpec
 from estimator.profiler import ProfilerHook as ProfilerHook
 from estimator.progress import ProgressBarHook as ProgressBarHook
@@ -90,6 +91,7 @@ __all__ = [
     "CheckpointSaverListener",
     "LoggingTensorHook",
     "NanLossDuringTrainingError",
+    "ModelDirBusyError",
     "NanTensorHook",
     "SecondOrStepTimer",
     "StepCounterHook",

@@ -19,6 +19,7 @@ writer was created). The newest checkpoint is never deleted.
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import os
 import re
@@ -100,9 +101,39 @@ def _meta_path(path: str) -> str:
     return os.path.join(os.path.abspath(path), "meta")
 
 
+# What a damaged file gives when orbax parses it: bad UTF-8 or JSON (both ValueErrors).
+_DAMAGE = (UnicodeDecodeError, json.JSONDecodeError)
+
+
+def _corrupt(path: str, item: str, err: BaseException) -> ValueError:
+    """The error for a checkpoint whose ``item`` cannot be read."""
+    return ValueError(
+        f"The checkpoint {path} is corrupt: {os.path.join(path, item)} cannot be read "
+        f"({type(err).__name__}: {err}). Delete {path} to go back to the previous checkpoint "
+        "(training resumes from the latest complete one), or restore it from a copy."
+    )
+
+
 def read_meta(path: str) -> dict:
-    """The JSON metadata of a checkpoint (global step and variable specs)."""
-    restored = ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(_meta_path(path))
+    """The JSON metadata of a checkpoint (global step and variable specs).
+
+    Raises:
+      ValueError: if the metadata file is damaged (names the file and the way back).
+    """
+    try:
+        restored = ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(_meta_path(path))
+    except _DAMAGE as err:
+        raise _corrupt(path, os.path.join("meta", "metadata"), err) from None
+    if (
+        not isinstance(restored, dict)
+        or not isinstance(restored.get("global_step"), int)
+        or not isinstance(restored.get("variables"), dict)
+    ):
+        raise _corrupt(
+            path,
+            os.path.join("meta", "metadata"),
+            ValueError("expected an object with global_step and variables"),
+        )
     return dict(restored)
 
 
@@ -293,12 +324,15 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
     }
     restored = {}
     if target:
-        restored = ocp.PyTreeCheckpointer().restore(
-            os.path.join(os.path.abspath(path), "variables"),
-            args=ocp.args.PyTreeRestore(
-                item=target, restore_args=_restore_args(target), partial_restore=True
-            ),
-        )
+        try:
+            restored = ocp.PyTreeCheckpointer().restore(
+                os.path.join(os.path.abspath(path), "variables"),
+                args=ocp.args.PyTreeRestore(
+                    item=target, restore_args=_restore_args(target), partial_restore=True
+                ),
+            )
+        except _DAMAGE as err:
+            raise _corrupt(path, "variables", err) from None
     opt_state = None
     if with_opt_state:
         opt_path = os.path.join(os.path.abspath(path), "opt_state")
@@ -309,6 +343,8 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
             )
         try:
             opt_state = ocp.StandardCheckpointer().restore(opt_path, abstract_state.opt_state)
+        except _DAMAGE as err:
+            raise _corrupt(path, "opt_state", err) from None
         except (ValueError, KeyError, TypeError) as err:
             raise ValueError(
                 f"The optimizer state in {path} does not match train_op's state (was the "

@@ -14,6 +14,7 @@ resuming from the latest checkpoint on every call, the default hooks, evaluation
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -36,6 +37,7 @@ from estimator.export import _writer
 from estimator.inputs import Prefetcher, batch_pipeline, call_input_fn, placement
 from estimator.interrupt import SignalGuard
 from estimator.mode_keys import ModeKeys
+from estimator.model_dir_lock import ModelDirLock
 from estimator.run_config import RunConfig, TaskType, config_with_model_dir
 from estimator.session import (
     EvalRunner,
@@ -283,6 +285,9 @@ class Estimator:
           ValueError: both steps and max_steps, a non-positive one, listeners without
             checkpoints, or errors from ``model_fn``/``input_fn``.
           NanLossDuringTrainingError: from the default ``NanTensorHook``.
+          ModelDirBusyError: another ``train()`` (in any process) is writing to
+            ``model_dir`` (TF lets both run and interleave their checkpoints; see
+            ``estimator.model_dir_lock``).
         """
         if self._config.task_type in (TaskType.EVALUATOR, TaskType.PS):
             raise ValueError(
@@ -296,22 +301,26 @@ class Estimator:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
         if max_steps is not None and max_steps <= 0:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
+        hooks = _check_hooks_type(hooks)
+        saving_listeners = _check_listeners_type(saving_listeners)
+        with ModelDirLock(self.model_dir) if self._config.is_chief else contextlib.nullcontext():
+            self._train_locked(input_fn, hooks, steps, max_steps, saving_listeners)
+        return self
+
+    def _train_locked(self, input_fn, hooks, steps, max_steps, saving_listeners) -> None:
         latest = self.latest_checkpoint()
         if max_steps is not None:
             start = ckpt.read_meta(latest)["global_step"] if latest else 0
             if max_steps <= start:
                 logger.info("Skipping training since max_steps has already saved.")
-                return self
-        hooks = _check_hooks_type(hooks)
+                return
         if steps is not None or max_steps is not None:
             hooks.append(hooks_lib.StopAtStepHook(steps, max_steps))
         progress = progress_lib.default_hook(hooks, num_steps=steps, last_step=max_steps)
         if progress is not None:
             hooks.append(progress)
-        saving_listeners = _check_listeners_type(saving_listeners)
         loss = self._train_model(input_fn, hooks, saving_listeners, latest)
         logger.info("Loss for final step: %s.", loss)
-        return self
 
     def _training_hooks(self, traced, hooks, saving_listeners) -> list[SessionRunHook]:
         return default_training_hooks(self._config, traced, hooks, saving_listeners, self._saver)

@@ -173,12 +173,17 @@ def _interrupt(tmp_path, mode, signum, preempt=True, delay=(0.0, 1.5)):
 
 
 def _assert_consistent(model_dir):
-    """Every checkpoint orbax lists restores; training resumes from the latest."""
+    """Every complete checkpoint restores; training resumes from the latest. A kill while
+    orbax deletes an old checkpoint (keep_checkpoint_max) can leave part of that old
+    directory without its ``meta``; such a directory is never the latest and is skipped
+    (as ``latest_checkpoint`` skips it)."""
     e = est.Estimator(model_fn, str(model_dir))
     steps = sorted(
         int(name.rsplit("_", 1)[1])
         for name in os.listdir(model_dir)
-        if name.startswith("model.ckpt_") and name.rsplit("_", 1)[1].isdigit()
+        if name.startswith("model.ckpt_")
+        and name.rsplit("_", 1)[1].isdigit()
+        and os.path.isfile(os.path.join(str(model_dir), name, "meta", "metadata"))
     )
     assert steps, os.listdir(model_dir)
     for step in steps:

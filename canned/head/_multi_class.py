@@ -43,9 +43,16 @@ def sparse_softmax_cross_entropy(labels: jax.Array, logits: jax.Array) -> jax.Ar
     ``tf.compat.v1.losses.sparse_softmax_cross_entropy(reduction=NONE)``. An id outside
     ``[0, n_classes)`` that reaches a jitted step gives NaN (the gather's fill value), which
     the Estimator's NaN guard reports.
+
+    Computed as TF's ``SparseSoftmaxXentWithLogits`` kernel does, on logits shifted by
+    their maximum: ``log(sum(exp(shifted))) - shifted[label]``, whose gradient is
+    ``exp(shifted) / sum(exp(shifted)) - onehot``. ``logsumexp(logits) - logits[label]``
+    adds the maximum back and subtracts it again, which rounds to the float32 spacing of
+    the logits (1/128 at 1e5) and skews both the loss and the softmax in its gradient.
     """
-    picked = jnp.take_along_axis(logits, labels, axis=-1, mode="fill", fill_value=jnp.nan)
-    return jax.nn.logsumexp(logits, axis=-1, keepdims=True) - picked
+    shifted = logits - jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
+    picked = jnp.take_along_axis(shifted, labels, axis=-1, mode="fill", fill_value=jnp.nan)
+    return jnp.log(jnp.sum(jnp.exp(shifted), axis=-1, keepdims=True)) - picked
 
 
 class MultiClassHead(_base.Head):
