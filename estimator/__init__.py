@@ -13,6 +13,7 @@ See the README for the porting table.
 """
 
 from estimator import early_stopping as early_stopping
+from estimator import experimental as experimental
 from estimator import export as export
 from estimator import initializers as initializers
 from estimator import inputs as inputs
@@ -74,6 +75,7 @@ from estimator.warm_starting import WarmStartSettings as WarmStartSettings
 
 __all__ = [
     "early_stopping",
+    "experimental",
     "export",
     "initializers",
     "inputs",

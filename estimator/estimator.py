@@ -341,7 +341,7 @@ class Estimator:
         all_hooks = self._training_hooks(compiler.traced, hooks, saving_listeners)
         for hook in all_hooks:
             hook.begin()
-        state = self._states.read(compiler, first, latest, training=True)
+        state = self._states.read(compiler, first, latest, training=True, abstract=abstract)
         runner = TrainRunner(compiler, state, self._config.steps_per_execution)
         session = self._create_session(ModeKeys.TRAIN, runner, state, all_hooks)
         guard = SignalGuard(sigterm=self._config.save_checkpoint_on_preemption)

@@ -56,17 +56,30 @@ class StateSource:
         return abstract
 
     def read(
-        self, compiler: StepCompiler, batch, path: str | None, *, training: bool
+        self,
+        compiler: StepCompiler,
+        batch,
+        path: str | None,
+        *,
+        training: bool,
+        abstract: TrainState | None = None,
     ) -> TrainState:
         """The state to run from: cached, restored from ``path``, warm-started or new.
 
         A cached training state is handed over once (the train step donates it); without
-        ``training`` the optimizer state is left out.
+        ``training`` the optimizer state is left out. The cache is used only when its
+        variables have the shapes the model now asks for (``abstract``, computed when not
+        given); otherwise the checkpoint is read, whose restore explains the difference.
         """
         labels = batch[1] if len(batch) > 1 else None
         if path is not None and training and self.warm_start_from is not None:
             warm_starting.log_skipped(self.warm_start_from, self.model_dir, path)
-        if path is not None and self._cache is not None and self._cache[0] == path:
+        if (
+            path is not None
+            and self._cache is not None
+            and self._cache[0] == path
+            and _same_variables(self._cache[1], abstract or self.abstract(compiler, batch))
+        ):
             cached = self._cache[1]
             if not training:
                 return cached._replace(opt_state=None)
@@ -112,3 +125,10 @@ class StateSource:
         if self.sharding is not None:
             state = jax.device_put(state, self.sharding)
         return state
+
+
+def _same_variables(state: TrainState, abstract: TrainState) -> bool:
+    """Whether ``state``'s variables have ``abstract``'s names, shapes and dtypes."""
+    return ckpt.variable_specs(state.trainable, state.non_trainable) == ckpt.variable_specs(
+        abstract.trainable, abstract.non_trainable
+    )

@@ -127,3 +127,27 @@ def test_damaged_checkpoint_files_are_named(tmp_path, item, content, named):
     e2 = est.Estimator(model_fn, str(tmp_path))
     e2.train(feed(), steps=1)
     assert os.path.basename(e2.latest_checkpoint()) == "model.ckpt_1"
+
+
+def test_a_width_change_on_the_same_estimator_gets_the_fresh_estimators_message(tmp_path):
+    # Issue 14 requirement 4: the state kept in memory after train() must not meet a model
+    # whose variables changed shape (it gave JAX's "Argument types differ ...").
+    def feed_width(width):
+        x = np.ones((8, width), np.float32)
+        return est.inputs.numpy_input_fn({"x": x}, Y, batch_size=8, shuffle=False)
+
+    e = est.Estimator(model_fn, str(tmp_path))
+    e.train(feed_width(3))
+    messages = []
+    for call in (
+        lambda: e.train(feed_width(4)),
+        lambda: est.Estimator(model_fn, str(tmp_path)).train(feed_width(4)),
+        lambda: e.evaluate(feed_width(4)),
+    ):
+        with pytest.raises(ValueError) as info:
+            call()
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] == messages[2]
+    assert "shape differs for logits/kernel: model [4, 1], checkpoint [3, 1]" in messages[0]
+    e.train(feed_width(3))  # the old width still trains, from the kept state
+    assert e.get_variable_value("global_step") == 2

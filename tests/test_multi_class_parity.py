@@ -21,7 +21,6 @@ import numpy as np
 
 import canned
 import estimator as est
-from canned import feature_column as fc
 from canned.head._multi_class import sparse_softmax_cross_entropy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
