@@ -22,6 +22,11 @@ VERSIONS = (1, 2)  # manifests this loader reads (1: before checksums)
 MANIFEST = "manifest.json"
 
 
+def _dtype_name(dtype) -> str:
+    dtype = np.dtype(dtype)
+    return "string" if dtype.kind in "OUS" else dtype.name
+
+
 def _dtype(name: str):
     return np.dtype(object) if name == "string" else np.dtype(name)
 
@@ -108,10 +113,16 @@ def _missing_examples(name: str, value, parse, describe):
             f"has no default_value.\n{describe()}"
         )
     default = np.asarray(parse.default_value, dtype=parse.dtype).reshape(parse.shape)
-    return [
-        default if v is None else np.asarray(v, dtype=parse.dtype).reshape(parse.shape)
-        for v in value
-    ]
+    out = []
+    for i, v in enumerate(value):
+        try:
+            out.append(default if v is None else np.asarray(v, parse.dtype).reshape(parse.shape))
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"Input {name!r} of example {i} is {v!r}, which cannot be read as "
+                f"{_dtype_name(parse.dtype)} of shape {list(parse.shape)} ({err}).\n{describe()}"
+            ) from None
+    return out
 
 
 class Signature:

@@ -52,7 +52,7 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
     if x.dtype.kind == "U":
         return x, STRING
     if x.dtype.kind == "S":
-        return np.char.decode(x, "utf-8"), STRING
+        x = x.astype(object)
     if x.dtype.kind in "iu":
         if x.dtype == np.uint64 and x.size and x.max() > _INT64_MAX:
             raise _int64_overflow(key, who, x.max())
@@ -60,7 +60,18 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
     if x.dtype.kind == "O":
         flat = x.ravel().tolist()
         if all(isinstance(v, str | bytes) for v in flat):
-            strings = [v.decode("utf-8") if isinstance(v, bytes) else v for v in flat]
+            try:
+                strings = [v.decode("utf-8") if isinstance(v, bytes) else v for v in flat]
+            except UnicodeDecodeError:
+                index, bad = next(
+                    (i, v) for i, v in enumerate(flat) if isinstance(v, bytes) and not _utf8(v)
+                )
+                raise ValueError(
+                    f"{who}: feature {key!r} holds bytes that are not UTF-8 text ({bad!r} at "
+                    f"flat index {index}). String features are read as UTF-8 (TF would take "
+                    "the raw bytes); decode them in input_fn (e.g. v.decode('latin-1')) or "
+                    "send binary ids as hex."
+                ) from None
             return np.array(strings, dtype=str).reshape(x.shape), STRING
         if all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
             for v in flat:
@@ -72,6 +83,14 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
         "categorical feature). Convert it in input_fn, e.g. x.astype(np.int64) for integral "
         "floats or x.astype(str)."
     )
+
+
+def _utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _int64_overflow(key: str, who: str, value) -> ValueError:
