@@ -12,7 +12,6 @@ This is the only place that calls ``jax.value_and_grad`` and ``optax.apply_updat
 
 from __future__ import annotations
 
-import copy
 import logging
 import zlib
 from collections.abc import Callable, Iterable
@@ -167,10 +166,12 @@ class Traced(NamedTuple):
     output_names: tuple  # names hooks can fetch from the step's outputs
 
     def new_hooks(self) -> tuple[list, list]:
-        """Copies of ``(hooks, chief_hooks)`` for one run. TF calls ``model_fn`` on every
-        ``train``/``evaluate``/``predict``, so its hooks start fresh each time; the step is
-        not traced again here, so each run gets shallow copies of the traced hooks."""
-        return [copy.copy(h) for h in self.hooks], [copy.copy(h) for h in self.chief_hooks]
+        """``(hooks, chief_hooks)`` for one run: the very objects ``model_fn`` put in its
+        ``EstimatorSpec`` (TF's identity semantics: a ``FinalOpsHook`` the caller keeps sees
+        ``end``). The step is traced once, so a later run gets the same objects again, as
+        TF does when ``model_fn`` returns hooks made outside it; hooks reset per run in
+        ``begin``, as TF's do."""
+        return list(self.hooks), list(self.chief_hooks)
 
 
 def _check_trainable(trainable: dict) -> None:
@@ -402,10 +403,27 @@ class StepCompiler:
             traced = self._jitted.trace(*args)
             entry = traced.lower().compile()
             self._compiled[key] = entry
-            if self.traced is None:
-                self.traced = Traced(*self._box["traced"], self._box["names"])
+            self.traced = Traced(*self._box["traced"], self._box["names"])
         self._current, self._current_key = entry, key
         return entry
+
+    def prepare_run(self, *args) -> Traced:
+        """Readies a ``train``/``evaluate``/``predict`` call: the compiled step for ``args``
+        and :attr:`traced`, whose hooks are those ``model_fn`` returns for this call.
+
+        TF calls ``model_fn`` on every call and runs the hooks it returns. A new signature
+        is compiled, and that trace gives the hooks. Otherwise, when ``model_fn`` returned
+        hooks before, it is traced again, abstractly (no compile), so hooks it creates are
+        new objects and hooks created outside it are the caller's very objects; when it
+        returned none, nothing is traced.
+        """
+        known = self.signature(args[1:]) in self._compiled
+        self.compile(*args)
+        if known and (self.traced.hooks or self.traced.chief_hooks):
+            step = self._jitted.__wrapped__
+            jax.eval_shape(lambda *a: step(*a), *args)  # a new function: no trace cache
+            self.traced = Traced(*self._box["traced"], self._box["names"])
+        return self.traced
 
     def multi(self, *args):
         """Runs ``len(batches)`` steps (of one signature) in one call; ``args`` are the

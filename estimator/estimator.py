@@ -337,7 +337,7 @@ class Estimator:
             return None
         self._model.check_labels(first[1])
         abstract = self._states.abstract(compiler, first)
-        compiler.compile(abstract, *first)
+        compiler.prepare_run(abstract, *first)
         all_hooks = self._training_hooks(compiler.traced, hooks, saving_listeners)
         for hook in all_hooks:
             hook.begin()
@@ -431,7 +431,7 @@ class Estimator:
         else:
             state = state._replace(opt_state=None)
         acc = compiler.empty_accumulator(state, *first)
-        compiler.compile(state, acc, *first)
+        compiler.prepare_run(state, acc, *first)
         all_hooks = hooks + compiler.traced.new_hooks()[0]
         logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
         start = time.time()
@@ -498,7 +498,7 @@ class Estimator:
         except StopIteration:
             return
         state = self._states.read(compiler, first, path, training=False)
-        compiler.compile(state, *first)
+        compiler.prepare_run(state, *first)
         all_hooks = hooks + compiler.traced.new_hooks()[0]
         for hook in all_hooks:
             hook.begin()

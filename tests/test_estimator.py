@@ -510,6 +510,35 @@ def test_hooks_from_model_fn_start_fresh_on_every_call(tmp_path):
     assert ckpt.checkpoint_step(e.latest_checkpoint()) == 20
 
 
+def test_hooks_in_the_spec_are_the_callers_objects(tmp_path):
+    """As TF 2.15 (``MonitoredSession`` runs the hook list it is given): hooks passed through
+    ``EstimatorSpec.training_hooks``/``evaluation_hooks``/``prediction_hooks`` are the very
+    objects called, so a ``FinalOpsHook`` the caller keeps gets its values (it stayed
+    ``None`` when the loop ran copies), on every call."""
+    train_hook = est.FinalOpsHook({"loss": "loss"})
+    eval_hook = est.FinalOpsHook({"loss": "loss"})
+    predict_hook = est.FinalOpsHook({"step": "global_step"})
+
+    def model_fn(features, labels, mode):
+        spec = linear_model_fn(features, labels, mode, {"lr": 0.1})
+        return spec._replace(
+            training_hooks=[train_hook],
+            evaluation_hooks=[eval_hook],
+            prediction_hooks=[predict_hook],
+        )
+
+    e = est.Estimator(model_fn, str(tmp_path))
+    e.train(train_input(), steps=2)
+    first = train_hook.final_ops_values["loss"]
+    assert np.isfinite(first)
+    e.train(train_input(), steps=2)  # a later call: the same object is called again
+    assert train_hook.final_ops_values["loss"] != first
+    e.evaluate(train_input(epochs=1), steps=1)
+    assert np.isfinite(eval_hook.final_ops_values["loss"])
+    list(e.predict(lambda: {"x": np.ones((2, 2), np.float32)}))
+    assert predict_hook.final_ops_values["step"] == 4
+
+
 def test_removed_model_dir_is_written_again(tmp_path):
     import shutil
 
