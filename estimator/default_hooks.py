@@ -58,7 +58,8 @@ def default_training_hooks(
                     config.model_dir,
                     save_secs=config.save_checkpoints_secs,
                     save_steps=config.save_checkpoints_steps,
-                    saver=saver(),
+                    # Non-chief workers drop the hook below; they open no checkpointer.
+                    saver=saver() if config.is_chief else None,
                 )
             )
     else:
@@ -83,4 +84,8 @@ def default_training_hooks(
         )
     if config.save_summary_steps:
         all_hooks.append(make_summary_hook(config.model_dir, config.save_summary_steps))
+    if not config.is_chief:
+        # TF's MonitoredTrainingSession runs chief-only hooks (checkpoints, step counter,
+        # summaries, EstimatorSpec.training_chief_hooks) on the chief alone.
+        return worker_hooks
     return all_hooks + worker_hooks

@@ -11,6 +11,7 @@ have no effect. Distribution is a ``jax.sharding.Mesh`` (``mesh=``) instead of a
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -374,19 +375,25 @@ class RunConfig:
                 )
         if "random_seed" in kwargs:
             kwargs["tf_random_seed"] = kwargs.pop("random_seed")
-        extra = ["mesh", "steps_per_execution", "save_checkpoint_on_preemption"]
-        values = {key: getattr(self, "_" + key) for key in _DEFAULT_REPLACEABLE_LIST + extra}
-        values.update(kwargs)
-        steps, secs = values["save_checkpoints_steps"], values["save_checkpoints_secs"]
+        # TF deep-copies: a subclass, overridden task properties and an evaluator's cluster
+        # survive (TF_CONFIG is not read again). Devices are not copied: the mesh is shared.
+        new = copy.deepcopy(self, {id(self._mesh): self._mesh})
+        for key, value in kwargs.items():
+            object.__setattr__(new, "_" + key, value)
+        steps, secs = new._save_checkpoints_steps, new._save_checkpoints_secs
         if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" in kwargs:
             if steps is not None and secs is not None:
                 raise ValueError(_SAVE_CKPT_ERR)
         elif "save_checkpoints_steps" in kwargs and steps is not None:
-            values["save_checkpoints_secs"] = None
+            object.__setattr__(new, "_save_checkpoints_secs", None)
         elif "save_checkpoints_secs" in kwargs and secs is not None:
-            values["save_checkpoints_steps"] = None
-        extras = {key: values.pop(key) for key in extra}
-        return RunConfig(**values, **extras)
+            object.__setattr__(new, "_save_checkpoints_steps", None)
+        if "save_checkpoint_on_preemption" in kwargs:
+            object.__setattr__(
+                new, "_save_checkpoint_on_preemption", bool(kwargs["save_checkpoint_on_preemption"])
+            )
+        _validate(new)
+        return new
 
     def __repr__(self) -> str:
         fields = ", ".join(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
@@ -384,3 +385,35 @@ def test_listeners_need_a_saver(tmp_path):
         e.train(feed(), steps=1, saving_listeners=[Listener()])
     e.train(feed(), steps=2)  # checkpoints disabled, as TF: nothing is written
     assert e.latest_checkpoint() is None
+
+
+def test_chief_only_hooks_run_on_the_chief_alone(tmp_path, monkeypatch):
+    """TF 2.15's MonitoredTrainingSession adds the checkpoint saver, step counter, summary
+    saver and ``EstimatorSpec.training_chief_hooks`` only when ``is_chief``; a worker runs
+    its ``training_hooks`` and writes nothing to model_dir."""
+    log = []
+
+    def with_hooks(features, labels, mode, params):
+        spec = model_fn(features, labels, mode, params)
+        return spec._replace(
+            training_hooks=[Recorder(log, "worker")],
+            training_chief_hooks=[Recorder(log, "chief")],
+        )
+
+    monkeypatch.setenv(
+        "TF_CONFIG",
+        json.dumps(
+            {
+                "cluster": {"chief": ["localhost:1"], "worker": ["localhost:2"]},
+                "task": {"type": "worker", "index": 0},
+            }
+        ),
+    )
+    config = est.RunConfig(tf_random_seed=0, save_checkpoints_steps=2)
+    assert not config.is_chief
+    e = est.Estimator(with_hooks, str(tmp_path), config=config, params={})
+    e.train(feed(), steps=5)
+    names = {entry[0] for entry in log}
+    assert "worker" in names and "chief" not in names
+    assert e.latest_checkpoint() is None
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("events")]

@@ -378,3 +378,33 @@ def test_repr_shows_main_fields():
     r = repr(est.RunConfig(model_dir="/tmp/m", save_checkpoints_steps=10))
     assert r.startswith("RunConfig(model_dir='/tmp/m'")
     assert "save_checkpoints_steps=10" in r and "save_checkpoints_secs=None" in r
+
+
+def test_replace_deep_copies_like_tf(monkeypatch):
+    """TF 2.15's ``RunConfig._replace`` starts from ``copy.deepcopy(self)``: a subclass, task
+    properties a subclass overrides and an evaluator's cluster survive ``replace``, and
+    TF_CONFIG is not read again."""
+
+    class MyConfig(est.RunConfig):
+        @property
+        def task_type(self):
+            return "my_type"
+
+    replaced = MyConfig().replace(save_summary_steps=7)
+    assert type(replaced) is MyConfig and replaced.task_type == "my_type"
+    assert replaced.save_summary_steps == 7
+
+    evaluator = {
+        "cluster": {"chief": ["h:1"], "worker": ["h:2"]},
+        "task": {"type": "evaluator", "index": 0},
+    }
+    monkeypatch.setenv("TF_CONFIG", json.dumps(evaluator))
+    config = est.RunConfig()
+    monkeypatch.delenv("TF_CONFIG")  # replace must not read it again
+    copy = config.replace(tf_random_seed=3)
+    assert (copy.task_type, copy.task_id, copy.is_chief) == ("evaluator", 0, False)
+    assert copy.tf_random_seed == 3 and config.tf_random_seed is None
+    # Validation and the checkpoint rule still apply.
+    assert copy.replace(save_checkpoints_steps=5).save_checkpoints_secs is None
+    with pytest.raises(ValueError, match="save_summary_steps should be >= 0"):
+        copy.replace(save_summary_steps=-1)
