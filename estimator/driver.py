@@ -339,10 +339,13 @@ class StepCompiler:
     def _batch_stats(self, state: TrainState, features, labels):
         spec, frame = self._apply(features, labels, state, state.trainable)
         self._record(spec)
-        for reserved in (hooks_lib.LOSS, hooks_lib.GLOBAL_STEP):
-            if reserved in spec.eval_metric_ops:
+        for reserved, quoted in (
+            (hooks_lib.LOSS, '"loss"'),
+            (hooks_lib.GLOBAL_STEP, "`global_step`"),
+        ):
+            if reserved in spec.eval_metric_ops:  # TF quotes the two names differently
                 raise ValueError(
-                    f'Metric with name "{reserved}" is not allowed, because Estimator already '
+                    f"Metric with name {quoted} is not allowed, because Estimator already "
                     "defines a default metric with the same name."
                 )
         stats = {

@@ -498,5 +498,6 @@ class BestExporter(_SkipsRepeats, Exporter):
             manifest = _read_json(os.path.join(export_dir, "manifest.json")) or {}
             step = manifest.get("global_step")
             if step is not None and int(step) in by_step:
-                found.append({k: _from_json(v) for k, v in by_step[int(step)].items()})
+                metrics = {k: _from_json(v) for k, v in by_step[int(step)].items()}
+                found.append({**metrics, "global_step": int(step)})
         return found

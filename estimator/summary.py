@@ -121,6 +121,10 @@ def _tf_bins() -> list[float]:
     return [-e for e in reversed(edges)] + [0.0] + edges
 
 
+# NumPy dtype -> TF DataType enum (tensorflow/core/framework/types.proto).
+_TF_DTYPES = {"float32": 1, "float64": 2, "int32": 3, "int64": 9, "bool": 10, "float16": 19}
+
+
 class EventWriter:
     """Writes TensorBoard event files synchronously, with tensorboardX's record writer and
     summary protos (the ``tf.compat.v1.summary.FileWriter`` calls the hooks use).
@@ -154,6 +158,26 @@ class EventWriter:
         from tensorboardX import summary as proto
 
         self._add(proto.scalar(tag, float(value)), step)
+
+    def add_tensor(self, tag: str, value, step: int) -> None:
+        """An array as a tensor summary (TF's ``_write_dict_to_summary`` for ``np.ndarray``
+        eval results: ``tensor`` set, ``node_name`` = tag; TensorBoard shows it only with
+        a plugin, as TF logs)."""
+        from tensorboardX.proto.summary_pb2 import Summary
+        from tensorboardX.proto.tensor_pb2 import TensorProto
+        from tensorboardX.proto.tensor_shape_pb2 import TensorShapeProto
+
+        array = np.ascontiguousarray(value)
+        dtype = _TF_DTYPES.get(array.dtype.name)
+        if dtype is None:
+            logger.warning("Skipping summary for %s: dtype %s has no TF type.", tag, array.dtype)
+            return
+        tensor = TensorProto(
+            dtype=dtype,
+            tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=d) for d in array.shape]),
+            tensor_content=array.astype(array.dtype.newbyteorder("<")).tobytes(),
+        )
+        self._add(Summary(value=[Summary.Value(tag=tag, node_name=tag, tensor=tensor)]), step)
 
     def add_histogram(self, tag: str, values, step: int, bins="tensorflow") -> None:
         """A histogram of ``values`` (any shape); ``"tensorflow"`` bins as TF's summaries
@@ -315,8 +339,12 @@ def write_eval_results(eval_dir: str, results: dict, checkpoint_path: str | None
         f.write(json.dumps(record, sort_keys=True) + "\n")
     writer = writer_for(eval_dir)
     for key, value in results.items():
-        if key != "global_step" and np.ndim(value) == 0:
+        if key == "global_step":
+            continue
+        if np.ndim(value) == 0:
             writer.add_scalar(key, float(value), step)
+        else:
+            writer.add_tensor(key, np.asarray(value), step)
     if checkpoint_path:
         add_text(writer, "checkpoint_path", str(checkpoint_path), step)
     writer.flush()
@@ -324,8 +352,9 @@ def write_eval_results(eval_dir: str, results: dict, checkpoint_path: str | None
 
 def read_eval_metrics(eval_dir: str) -> dict[int, dict]:
     """Evaluation results written to ``eval_dir``, by global step, in step order
-    (``tf.estimator.experimental.read_eval_metrics``). A step evaluated twice keeps its
-    latest results. Missing directory: empty dict."""
+    (``tf.estimator.experimental.read_eval_metrics``): each step's scalar metrics, as TF
+    reads them back from the events' simple values (so no ``global_step`` key and no
+    arrays). A step evaluated twice keeps its latest results. Missing directory: empty."""
     path = os.path.join(eval_dir, EVAL_RESULTS)
     if not os.path.isfile(path):
         return {}
@@ -335,5 +364,9 @@ def read_eval_metrics(eval_dir: str) -> dict[int, dict]:
             line = line.strip()
             if line:
                 record = json.loads(line)
-                by_step[int(record["global_step"])] = record["metrics"]
+                by_step[int(record["global_step"])] = {
+                    k: v
+                    for k, v in record["metrics"].items()
+                    if k != "global_step" and isinstance(v, int | float)
+                }
     return dict(sorted(by_step.items()))

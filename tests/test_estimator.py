@@ -263,6 +263,15 @@ def test_evaluate_reserved_metric_names(tmp_path):
     with pytest.raises(ValueError, match='Metric with name "loss" is not allowed'):
         e.evaluate(eval_input())
 
+    def step_metric(features, labels, mode):
+        spec = model_fn(features, labels, mode)
+        return spec._replace(eval_metric_ops={"global_step": est.metrics.mean(labels)})
+
+    # TF 2.15's estimator.py quotes this one with backticks (and "loss" with quotes).
+    e = est.Estimator(step_metric, str(tmp_path / "step"))
+    with pytest.raises(ValueError, match=r"^Metric with name `global_step` is not allowed, "):
+        e.evaluate(eval_input())
+
 
 def test_evaluate_given_checkpoint(tmp_path):
     e = make(tmp_path, save_checkpoints_steps=2, save_checkpoints_secs=None)

@@ -150,3 +150,22 @@ def test_text_takes_a_python_string_only():
     assert bytes(np.asarray(frame.summaries["ok"])).decode() == "bytes are UTF-8"
     with pytest.raises(RuntimeError, match="outside model_fn"):
         est.summary.text("x", "y")
+
+
+def test_non_scalar_eval_results_are_written_as_tensors(tmp_path):
+    """TF 2.15's ``_write_dict_to_summary`` writes an ``np.ndarray`` result as a tensor
+    summary (``node_name`` = its key); ``read_eval_metrics`` returns the scalars only, with
+    no ``global_step`` key (TF reads back simple values, and never writes global_step)."""
+    results = {"global_step": 7, "loss": 0.5, "per_class": np.array([0.25, 0.75], np.float32)}
+    eval_dir = str(tmp_path / "eval")
+    est.summary.write_eval_results(eval_dir, results, None)
+    accumulator = EventAccumulator(eval_dir, size_guidance={"tensors": 0})
+    accumulator.Reload()
+    assert accumulator.Tags()["scalars"] == ["loss"]
+    (event,) = accumulator.Tensors("per_class")
+    assert event.step == 7
+    assert event.tensor_proto.dtype == 1  # DT_FLOAT
+    assert [d.size for d in event.tensor_proto.tensor_shape.dim] == [2]
+    values = np.frombuffer(event.tensor_proto.tensor_content, np.float32)
+    np.testing.assert_array_equal(values, [0.25, 0.75])
+    assert est.summary.read_eval_metrics(eval_dir) == {7: {"loss": 0.5}}
