@@ -20,6 +20,8 @@ from typing import Any
 
 import jax
 
+from estimator.inputs import fn_args
+
 __all__ = ["RunConfig", "TaskType"]
 
 logger = logging.getLogger("estimator")
@@ -66,6 +68,34 @@ class TaskType:
     EVALUATOR = "evaluator"
 
 
+class ClusterSpec(dict):
+    """The cluster, ``{job_name: [address, ...]}`` (``tf.train.ClusterSpec``'s reading
+    side: ``as_dict``, ``jobs``, ``job_tasks``, ``num_tasks``); a ``dict`` itself."""
+
+    def as_dict(self) -> dict:
+        return {job: list(tasks) for job, tasks in self.items()}
+
+    @property
+    def jobs(self) -> list[str]:
+        return list(self)
+
+    def job_tasks(self, job_name: str) -> list[str]:
+        return list(self[job_name])
+
+    def num_tasks(self, job_name: str) -> int:
+        return len(self[job_name])
+
+
+def _session_master(cluster: dict, task_type: str, task_id: int, tf_config: dict) -> str:
+    """TF's ``_get_session_master``: ``session_master`` from TF_CONFIG, '' for a one-node
+    cluster, else ``grpc://`` + this task's address."""
+    if "session_master" in tf_config:
+        return tf_config["session_master"]
+    if len(cluster) == 1 and len(next(iter(cluster.values()))) == 1:
+        return ""
+    return "grpc://" + cluster[task_type][task_id]
+
+
 def _validate(config: RunConfig) -> None:
     """TF's ``_validate_properties``: same checks, same order, same messages."""
 
@@ -99,6 +129,11 @@ def _validate(config: RunConfig) -> None:
         "session_creation_timeout_secs",
         lambda t: t > 0,
         "session_creation_timeout_secs should be > 0",
+    )
+    check(
+        "device_fn",
+        lambda f: callable(f) and set(fn_args(f)) == {"op"},
+        'device_fn must be callable with exactly one argument "op".',
     )
     check(
         "protocol",
@@ -310,6 +345,13 @@ class RunConfig:
         cluster = tf_config.get("cluster") or {}
         task = tf_config.get("task") or {}
         global_id: int | None = 0
+        service = tf_config.get("service")
+        if service is not None and not isinstance(service, dict):
+            raise TypeError(
+                f'If "service" is set in TF_CONFIG, it must be a dict. Given {type(service)}'
+            )
+        master = tf_config.get("session_master", "")
+        evaluation_master = tf_config.get("eval_session_master", "") if not cluster else ""
         if not cluster:
             task_type = task.get("type", TaskType.WORKER)
             task_id = int(task.get("index", 0))
@@ -335,13 +377,19 @@ class RunConfig:
                     )
                 # The evaluator is not part of the training cluster.
                 cluster, is_chief, n_workers, n_ps, global_id = {}, False, 0, 0, None
+                master = ""
+                evaluation_master = tf_config.get("eval_session_master", "")
             else:
                 is_chief = task_type == chief
                 n_workers = len(cluster.get(TaskType.WORKER, [])) + len(cluster.get(chief, []))
                 n_ps = len(cluster.get(TaskType.PS, []))
                 global_id = _global_id_in_cluster(cluster, task_type, task_id, chief)
+                master = _session_master(cluster, task_type, task_id, tf_config)
         for key, value in dict(
-            cluster_spec=cluster,
+            cluster_spec=ClusterSpec(cluster),
+            master=master,
+            evaluation_master=evaluation_master,
+            service=service,
             task_type=task_type,
             task_id=task_id,
             is_chief=is_chief,
@@ -440,9 +488,9 @@ class RunConfig:
     is_chief = property(lambda self: self._is_chief)
     num_worker_replicas = property(lambda self: self._num_worker_replicas)
     num_ps_replicas = property(lambda self: self._num_ps_replicas)
-    master = property(lambda self: "")
-    evaluation_master = property(lambda self: "")
-    service = property(lambda self: None)
+    master = property(lambda self: self._master)
+    evaluation_master = property(lambda self: self._evaluation_master)
+    service = property(lambda self: self._service)
 
     @property
     def global_id_in_cluster(self) -> int | None:

@@ -408,3 +408,49 @@ def test_replace_deep_copies_like_tf(monkeypatch):
     assert copy.replace(save_checkpoints_steps=5).save_checkpoints_secs is None
     with pytest.raises(ValueError, match="save_summary_steps should be >= 0"):
         copy.replace(save_summary_steps=-1)
+
+
+def test_master_service_and_cluster_spec_as_tf(monkeypatch):
+    # From TF 2.15.1 under the same TF_CONFIGs: master '' locally, grpc://<own address> in a
+    # cluster of several nodes, '' for a one-node cluster and for the evaluator;
+    # evaluation_master from eval_session_master on the evaluator only; service from TF_CONFIG.
+    config = est.RunConfig()
+    assert (config.master, config.evaluation_master, config.service) == ("", "", None)
+    assert config.cluster_spec.as_dict() == {}
+    cluster = {"chief": ["h:1"], "worker": ["h:2", "h:3"]}
+    worker = _with_tf_config(
+        monkeypatch,
+        {"cluster": cluster, "task": {"type": "worker", "index": 1}, "service": {"a": 1}},
+    )
+    assert worker.master == "grpc://h:3" and worker.evaluation_master == ""
+    assert worker.service == {"a": 1}
+    assert worker.cluster_spec.as_dict() == cluster and worker.cluster_spec.jobs == [
+        "chief",
+        "worker",
+    ]
+    assert worker.cluster_spec.job_tasks("worker") == ["h:2", "h:3"]
+    one = _with_tf_config(
+        monkeypatch, {"cluster": {"chief": ["h:1"]}, "task": {"type": "chief", "index": 0}}
+    )
+    assert one.master == ""
+    evaluator = _with_tf_config(
+        monkeypatch,
+        {
+            "cluster": cluster,
+            "task": {"type": "evaluator", "index": 0},
+            "eval_session_master": "grpc://e:1",
+        },
+    )
+    assert (evaluator.master, evaluator.evaluation_master) == ("", "grpc://e:1")
+    with pytest.raises(TypeError, match='If "service" is set in TF_CONFIG, it must be a dict'):
+        _with_tf_config(monkeypatch, {"service": "x"})
+
+
+def test_device_fn_is_validated_as_tf():
+    with pytest.raises(
+        ValueError, match='^device_fn must be callable with exactly one argument "op".$'
+    ):
+        est.RunConfig(device_fn=3)
+    with pytest.raises(ValueError, match="device_fn must be callable"):
+        est.RunConfig(device_fn=lambda op, other: None)
+    assert est.RunConfig(device_fn=lambda op: "/cpu:0").device_fn(None) == "/cpu:0"
