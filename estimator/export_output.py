@@ -39,8 +39,10 @@ class ExportOutput:
 
     method_name: str = ""
 
+    @property
     def outputs(self) -> dict:
-        """The signature's outputs, ``{output_name: array}``."""
+        """The signature's outputs, ``{output_name: array}`` (a property, as TF's
+        ``PredictOutput.outputs``)."""
         raise NotImplementedError
 
 
@@ -70,6 +72,7 @@ class PredictOutput(ExportOutput):
             checked[key] = value
         self._outputs = checked
 
+    @property
     def outputs(self) -> dict:
         return dict(self._outputs)
 
@@ -107,6 +110,7 @@ class ClassificationOutput(ExportOutput):
         self.scores = scores
         self.classes = classes
 
+    @property
     def outputs(self) -> dict:
         out = {}
         if self.classes is not None:
@@ -133,6 +137,7 @@ class RegressionOutput(ExportOutput):
             raise ValueError(f"Regression output value must be a float32 Tensor; got {value}")
         self.value = value
 
+    @property
     def outputs(self) -> dict:
         return {"outputs": self.value}
 

@@ -146,9 +146,7 @@ def _validate_loss(loss, mode):
         if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
             raise ValueError("Missing loss.")
         return None
-    if isinstance(loss, (float, int)) and not isinstance(loss, bool):
-        loss = jnp.asarray(loss, jnp.float32)
-    if not is_array(loss):
+    if not is_array(loss):  # a Python number too, as TF (wrap it: jnp.float32(1.0))
         raise TypeError(f"loss must be Tensor, given: {loss}")
     if int(np.prod(loss.shape)) != 1:
         raise ValueError(f"Loss must be scalar, given: {loss}")

@@ -30,7 +30,7 @@ def test_default_key_and_method_names():
 
 def test_base_class_outputs_is_abstract():
     with pytest.raises(NotImplementedError):
-        est.ExportOutput().outputs()
+        est.ExportOutput().outputs  # noqa: B018
 
 
 # --- PredictOutput ------------------------------------------------------------------------
@@ -39,19 +39,19 @@ def test_base_class_outputs_is_abstract():
 def test_predict_output_dict_is_copied():
     given = {"a": SCORES, "b": np.zeros(3)}
     out = est.PredictOutput(given)
-    assert out.outputs() == given
-    out.outputs()["c"] = SCORES  # callers cannot mutate the stored outputs
+    assert out.outputs == given
+    out.outputs["c"] = SCORES  # callers cannot mutate the stored outputs
     given["d"] = SCORES
-    assert sorted(out.outputs()) == ["a", "b"]
+    assert sorted(out.outputs) == ["a", "b"]
 
 
 def test_predict_output_single_array_is_named_output():
-    assert est.PredictOutput(SCORES).outputs() == {"output": SCORES}
+    assert est.PredictOutput(SCORES).outputs == {"output": SCORES}
 
 
 def test_predict_output_tuple_keys_are_joined_with_slash():
     # TF's multi-head keys: ('head', 'probabilities') -> 'head/probabilities'.
-    assert list(est.PredictOutput({("head", "probabilities"): SCORES}).outputs()) == [
+    assert list(est.PredictOutput({("head", "probabilities"): SCORES}).outputs) == [
         "head/probabilities"
     ]
 
@@ -70,7 +70,7 @@ def test_predict_output_value_must_be_array():
 
 def test_predict_output_accepts_index_to_string():
     classes = est.index_to_string(jnp.array([1]), ["a", "b"])
-    assert est.PredictOutput({"classes": classes}).outputs()["classes"] is classes
+    assert est.PredictOutput({"classes": classes}).outputs["classes"] is classes
 
 
 # --- ClassificationOutput -----------------------------------------------------------------
@@ -80,9 +80,9 @@ def test_classification_output_fields_and_outputs():
     classes = est.index_to_string(jnp.array([[0, 1]]), ["neg", "pos"])
     out = est.ClassificationOutput(scores=SCORES, classes=classes)
     assert out.scores is SCORES and out.classes is classes
-    assert out.outputs() == {"classes": classes, "scores": SCORES}
-    assert est.ClassificationOutput(scores=SCORES).outputs() == {"scores": SCORES}
-    assert list(est.ClassificationOutput(classes=classes).outputs()) == ["classes"]
+    assert out.outputs == {"classes": classes, "scores": SCORES}
+    assert est.ClassificationOutput(scores=SCORES).outputs == {"scores": SCORES}
+    assert list(est.ClassificationOutput(classes=classes).outputs) == ["classes"]
 
 
 def test_classification_output_needs_one_argument():
@@ -127,7 +127,7 @@ def test_regression_output():
     value = jnp.array([[1.5]], jnp.float32)
     out = est.RegressionOutput(value)
     assert out.value is value
-    assert out.outputs() == {"outputs": value}  # TF's signature output key
+    assert out.outputs == {"outputs": value}  # TF's signature output key
 
 
 @pytest.mark.parametrize("value", [jnp.array([1]), 1.5, None])
@@ -143,7 +143,7 @@ def test_get_export_outputs_rules():
     preds = {"p": SCORES}
     default = get_export_outputs(None, preds)
     assert list(default) == ["serving_default"]
-    assert default["serving_default"].outputs() == preds
+    assert default["serving_default"].outputs == preds
 
     reg = est.RegressionOutput(SCORES)
     aliased = get_export_outputs({"regression": reg}, preds)
@@ -154,3 +154,9 @@ def test_get_export_outputs_rules():
 
     with pytest.raises(ValueError, match="Multiple `export_outputs`"):
         get_export_outputs({"a": reg, "b": reg}, preds)
+
+
+def test_outputs_is_a_dict_property_as_tf():
+    # TF 2.15: PredictOutput(...).outputs is a dict (a property), not a method.
+    assert isinstance(est.PredictOutput({"a": SCORES}).outputs, dict)
+    assert isinstance(type(est.PredictOutput({"a": SCORES})).outputs, property)

@@ -442,7 +442,7 @@ def test_binary_export_outputs():
     assert isinstance(out["regression"], est.RegressionOutput)
     np.testing.assert_allclose(out["regression"].value, spec.predictions["logistic"])
     assert isinstance(out["predict"], est.PredictOutput)
-    assert set(out["predict"].outputs()) == set(spec.predictions)
+    assert set(out["predict"].outputs) == set(spec.predictions)
 
 
 # --------------------------------------------------------------------- create_estimator_spec

@@ -166,7 +166,7 @@ def test_export_outputs_and_spec_under_jit():
     assert isinstance(cls, est.ClassificationOutput)
     np.testing.assert_array_equal(cls.classes.to_numpy(), [[b"0", b"1", b"2"]] * 3)
     np.testing.assert_allclose(cls.scores, spec.predictions["probabilities"])
-    assert set(spec.export_outputs["predict"].outputs()) == set(spec.predictions)
+    assert set(spec.export_outputs["predict"].outputs) == set(spec.predictions)
 
     @jax.jit
     def eval_step(logits, labels):

@@ -152,7 +152,7 @@ def test_export_outputs_and_spec_under_jit():
     assert spec.export_outputs["serving_default"] is reg
     assert isinstance(reg, est.RegressionOutput)
     np.testing.assert_allclose(reg.value, np.exp(LOGITS), rtol=1e-6)
-    assert set(spec.export_outputs["predict"].outputs()) == {"predictions", "logits"}
+    assert set(spec.export_outputs["predict"].outputs) == {"predictions", "logits"}
 
     @jax.jit
     def eval_step(logits, labels):

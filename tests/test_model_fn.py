@@ -124,9 +124,12 @@ def test_non_array_loss():
         est.EstimatorSpec(EVAL, loss=[1.0])
 
 
-def test_python_float_loss_becomes_float32_array():
-    # Divergence from TF (which raises for a Python float): a constant loss is accepted.
-    spec = est.EstimatorSpec(EVAL, loss=1.5)
+def test_python_float_loss_is_refused_as_tf():
+    # From TF 2.15.1 (in a graph): EstimatorSpec(TRAIN, loss=1., train_op=...) raises
+    # TypeError 'loss must be Tensor, given: 1.0'. An array works.
+    with pytest.raises(TypeError, match=r"^loss must be Tensor, given: 1\.5$"):
+        est.EstimatorSpec(EVAL, loss=1.5)
+    spec = est.EstimatorSpec(EVAL, loss=jnp.float32(1.5))
     assert spec.loss.dtype == jnp.float32 and float(spec.loss) == 1.5
 
 
@@ -179,13 +182,13 @@ def test_export_outputs_default_to_serving_default_predict_output():
     assert list(spec.export_outputs) == ["serving_default"]
     out = spec.export_outputs["serving_default"]
     assert isinstance(out, est.PredictOutput)
-    assert out.outputs() == preds
+    assert out.outputs == preds
 
 
 def test_export_outputs_default_for_a_single_array_prediction():
     # TF's PredictOutput names a lone tensor "output".
     spec = est.EstimatorSpec(PREDICT, predictions=PRED)
-    assert spec.export_outputs["serving_default"].outputs() == {"output": PRED}
+    assert spec.export_outputs["serving_default"].outputs == {"output": PRED}
 
 
 def test_single_export_output_is_aliased_as_serving_default():

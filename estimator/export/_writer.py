@@ -216,7 +216,7 @@ _SUPERVISED_METHODS = {
 def _outputs_for(mode: str, spec) -> dict[str, dict]:
     """``{signature_key: {output_name: array}}`` of a traced spec, by TF's rules."""
     if mode == ModeKeys.PREDICT:
-        return {key: out.outputs() for key, out in spec.export_outputs.items()}
+        return {key: out.outputs for key, out in spec.export_outputs.items()}
     outputs = {"loss": spec.loss}
     predictions = spec.predictions
     if isinstance(predictions, dict):
