@@ -286,9 +286,8 @@ def loop_steps(
     # Hooks that keep SessionRunHook's empty before_run/after_run are not called for them
     # (nothing observable changes; it keeps the per-step host work small).
     def overrides(hook, name):
-        return getattr(type(hook), name) is not getattr(SessionRunHook, name) or (
-            name in vars(hook)  # set on the instance (e.g. a mock)
-        )
+        method = getattr(type(hook), name, None)  # None: a mock's method lives on the instance
+        return method is not getattr(SessionRunHook, name) or name in vars(hook)
 
     before = [(i, h) for i, h in enumerate(hooks) if overrides(h, "before_run")]
     after = [h for h in hooks if overrides(h, "after_run")]
@@ -300,6 +299,12 @@ def loop_steps(
         for index, hook in before:
             args = hook.before_run(context)
             if args is not None:
+                if not isinstance(args, SessionRunArgs):
+                    raise TypeError(
+                        f"{type(hook).__name__}.before_run returned {args!r}; expected None or "
+                        "a SessionRunArgs. (A mock hook: MagicMock(wraps=SessionRunHook(), "
+                        "spec=SessionRunHook) returns None, as TF's own tests use it.)"
+                    )
                 if args.feed_dict:
                     raise ValueError(
                         f"{type(hook).__name__}.before_run returned a feed_dict; feeding values "

@@ -417,3 +417,19 @@ def test_chief_only_hooks_run_on_the_chief_alone(tmp_path, monkeypatch):
     assert "worker" in names and "chief" not in names
     assert e.latest_checkpoint() is None
     assert not [n for n in os.listdir(tmp_path) if n.startswith("events")]
+
+
+def test_mock_hooks_as_tf_tests_use_them(tmp_path):
+    """Users' unit tests check hook calls with
+    ``mock.MagicMock(wraps=SessionRunHook(), spec=SessionRunHook)``, which TF 2.15's loop
+    accepts (the mock's methods live on the instance, not its class); a before_run result
+    that is not SessionRunArgs is a clear TypeError (TF fails inside session.run)."""
+    from unittest import mock
+
+    hook = mock.MagicMock(wraps=est.SessionRunHook(), spec=est.SessionRunHook)
+    make(tmp_path).train(feed(), steps=3, hooks=[hook])
+    assert hook.begin.call_count == 1 and hook.after_create_session.call_count == 1
+    assert hook.before_run.call_count == 3 and hook.after_run.call_count == 3
+    assert hook.end.call_count == 1
+    with pytest.raises(TypeError, match=r"before_run returned <MagicMock.*expected None or a"):
+        make(tmp_path).train(feed(), steps=1, hooks=[mock.MagicMock(spec=est.SessionRunHook)])
