@@ -117,6 +117,19 @@ class ModelFunction:
             )
         return spec
 
+    def public(self) -> Callable:
+        """TF's ``Estimator.model_fn``: ``(features, labels, mode, config) -> EstimatorSpec``
+        with the Estimator's params. Variables take their initial values: no checkpoint is
+        read, as TF's graph variables stay uninitialised until a session runs."""
+
+        def public_model_fn(features, labels, mode, config):
+            model = ModelFunction(self.model_fn, self.params, config, 0)
+            model.base_key = self.base_key
+            frame = Frame(INIT, self.init_key(mode), jnp.zeros((), jnp.int32))
+            return model(features, labels, mode, frame)
+
+        return public_model_fn
+
     def step_key(self, global_step) -> jax.Array:
         return jax.random.fold_in(self.base_key, global_step)
 

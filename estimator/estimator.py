@@ -127,7 +127,6 @@ class Estimator:
         if not model_fn:
             raise ValueError("model_fn must be provided to Estimator.")
         verify_model_fn_args(model_fn, params)
-        self._model_fn = model_fn
         self._params = copy.deepcopy(params or {})
         self._warm_start_from = as_warm_start_settings(warm_start_from)
         self._input_transform = input_transform
@@ -172,8 +171,9 @@ class Estimator:
 
     @property
     def model_fn(self) -> Callable:
-        """The ``model_fn`` as given."""
-        return self._model_fn
+        """``(features, labels, mode, config) -> EstimatorSpec`` (TF's wrapper; see
+        ``ModelFunction.public``)."""
+        return self._model.public()
 
     @property
     def trace_count(self) -> int:

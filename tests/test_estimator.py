@@ -564,3 +564,17 @@ def test_steps_are_fused_without_logging(tmp_path):
     e.train(train_input(), steps=17)
     kinds = sorted(str(k[0]) for k in e._compilers["train"]._compiled if isinstance(k[0], str))
     assert kinds == ["multi"]  # 17 = 8 + 8 + 1: the queue ran as fused calls
+
+
+def test_model_fn_property_is_tfs_wrapper(tmp_path):
+    # From TF 2.15.1: inspect.signature(Estimator(mf, ...).model_fn) is
+    # (features, labels, mode, config), and calling it returns the EstimatorSpec.
+    import inspect
+
+    e = make(tmp_path)
+    wrapper = e.model_fn
+    assert list(inspect.signature(wrapper).parameters) == ["features", "labels", "mode", "config"]
+    spec = wrapper({"x": X[:4]}, Y[:4], est.ModeKeys.EVAL, e.config)
+    assert isinstance(spec, est.EstimatorSpec)
+    # Initial variables (w = 0, b = 0): loss = mean(y^2).
+    np.testing.assert_allclose(float(spec.loss), np.mean(Y[:4] ** 2), rtol=1e-6)
