@@ -397,10 +397,11 @@ class BestExporter(_SkipsRepeats, Exporter):
         estimator,
         export_path: str,
         checkpoint_path: str,
-        eval_result: dict[str, Any],
+        eval_result: dict[str, Any] | None,
         is_the_final_export: bool,
     ) -> bytes | None:
-        """Exports when ``eval_result`` is better than the best export's (or there is none).
+        """Exports when ``eval_result`` is better than the best export's (or there is none;
+        with ``eval_result=None`` and no best yet, it exports, as TF).
 
         Returns:
           The export directory (bytes), or None when the model is not better. Asked again
@@ -421,9 +422,11 @@ class BestExporter(_SkipsRepeats, Exporter):
         result = self._saved_model_exporter.export(
             estimator, export_path, checkpoint_path, eval_result, is_the_final_export
         )
-        self._best_eval_result = dict(eval_result)
+        # TF keeps None as the best when there was no result: the next one exports again.
+        self._best_eval_result = None if eval_result is None else dict(eval_result)
         self._remember(export_path, checkpoint_path, result)
-        self._save_best(export_path, checkpoint_path, eval_result, result)
+        if eval_result is not None:
+            self._save_best(export_path, checkpoint_path, eval_result, result)
         _garbage_collect_exports(export_path, self._exports_to_keep)
         return result
 

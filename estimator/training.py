@@ -60,6 +60,20 @@ def _assert_eval_spec(eval_spec) -> None:
         raise TypeError(f"`eval_spec` must have type `estimator.EvalSpec`. Got: {type(eval_spec)}")
 
 
+def _check_metrics(metrics) -> None:
+    """TF's ``_EvalResult`` checks of what ``Estimator.evaluate`` returned (a subclass's
+    ``evaluate`` may return anything), with TF's messages."""
+    if not metrics:
+        raise ValueError("Internal error: `Estimator.evaluate` should never return empty metrics.")
+    if not isinstance(metrics, dict):
+        raise TypeError(f"`Estimator.evaluate` should return dict. Given {type(metrics)}.")
+    if "global_step" not in metrics:
+        raise ValueError(
+            "Internal error: `Estimator.evaluate` result should have `global_step` in result. "
+            f"Given {metrics}"
+        )
+
+
 def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
     """Trains ``estimator``, evaluating and exporting along the way
     (``tf.estimator.train_and_evaluate``).
@@ -155,6 +169,7 @@ class _Evaluator:
     def record(self, metrics: dict, checkpoint_fn: Callable[[], str], *, at_end: bool):
         """Records an evaluation and exports; ``checkpoint_fn()`` gives the checkpoint of
         the evaluated state (called only when there are exporters)."""
+        _check_metrics(metrics)
         step = metrics["global_step"]
         final = at_end or bool(self._max_training_steps and step >= self._max_training_steps)
         path = checkpoint_fn() if self._eval_spec.exporters else None

@@ -162,6 +162,17 @@ def test_best_exporter_exports_only_improvements(trained, tmp_path):
     assert again == results[1] and len(versions(path)) == 2
 
 
+def test_best_exporter_without_an_eval_result_exports_as_tf(trained, tmp_path):
+    # TF 2.15's BestExporter.export: no best yet -> export, and the best stays None, so the
+    # next call exports too (it compares only against a best result).
+    exporter = BestExporter(serving_input_receiver_fn=RECEIVER, exports_to_keep=None)
+    path = str(tmp_path / "best")
+    first = exporter.export(trained, path, checkpoint(trained, 1), None, False)
+    assert exported_step(first) == 1 and exporter.best_eval_result is None
+    second = exporter.export(trained, path, checkpoint(trained, 2), {"loss": 1.0}, False)
+    assert exported_step(second) == 2 and exporter.best_eval_result == {"loss": 1.0}
+
+
 def test_best_exporter_keeps_exports_to_keep(trained, tmp_path):
     exporter = BestExporter(serving_input_receiver_fn=RECEIVER, exports_to_keep=1)
     path = str(tmp_path / "best")

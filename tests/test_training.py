@@ -314,3 +314,24 @@ def test_unsupported_tasks(tmp_path, monkeypatch):
     e = make(tmp_path / "m")
     with pytest.raises(ValueError, match=r"only be one `evaluator` task \(with task id 0\)"):
         train_and_evaluate(e, TrainSpec(TRAIN, max_steps=1), eval_spec())
+
+
+@pytest.mark.parametrize(
+    "returned, error, message",
+    [
+        ({}, ValueError, "Internal error: `Estimator.evaluate` should never return empty"),
+        ([("loss", 1.0)], TypeError, "`Estimator.evaluate` should return dict. Given <class"),
+        ({"loss": 1.0}, ValueError, "result should have `global_step` in result. Given"),
+    ],
+)
+def test_train_and_evaluate_checks_what_evaluate_returns(tmp_path, returned, error, message):
+    # TF 2.15 training.py _EvalResult: the same checks and messages.
+    class Odd(est.Estimator):
+        def evaluate(self, *args, **kwargs):
+            super().evaluate(*args, **kwargs)
+            return returned
+
+    estimator = make(tmp_path / "m")
+    estimator.__class__ = Odd
+    with pytest.raises(error, match=message):
+        train_and_evaluate(estimator, TrainSpec(TRAIN, max_steps=2), eval_spec())
