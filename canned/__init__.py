@@ -9,6 +9,14 @@ from canned import feature_column as feature_column
 from canned import head as head
 from canned._ftrl import FtrlState as FtrlState
 from canned._ftrl import ftrl as ftrl
+from canned.baseline import BaselineClassifier as BaselineClassifier
+from canned.baseline import BaselineRegressor as BaselineRegressor
+from canned.dnn import DNNClassifier as DNNClassifier
+from canned.dnn import DNNRegressor as DNNRegressor
+from canned.dnn_linear_combined import (
+    DNNLinearCombinedClassifier as DNNLinearCombinedClassifier,
+)
+from canned.dnn_linear_combined import DNNLinearCombinedRegressor as DNNLinearCombinedRegressor
 from canned.head import BinaryClassHead as BinaryClassHead
 from canned.head import Head as Head
 from canned.head import MultiClassHead as MultiClassHead
@@ -26,6 +34,12 @@ __all__ = [
     "RegressionHead",
     "LinearClassifier",
     "LinearRegressor",
+    "DNNClassifier",
+    "DNNRegressor",
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedRegressor",
+    "BaselineClassifier",
+    "BaselineRegressor",
     "FtrlState",
     "ftrl",
     "get_optimizer_instance",

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
 
 import estimator as est
 from canned import feature_column as fc
+from canned._base import check_columns, classifier_head, host_transform, weight_key
 from canned._ftrl import ftrl
-from canned.head import BinaryClassHead, MultiClassHead, RegressionHead
+from canned.head import RegressionHead
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
 
@@ -30,65 +30,13 @@ _LEARNING_RATE = 0.2
 _SPARSE_COMBINERS = ("mean", "sqrtn", "sum")
 
 
-class HostTransform:
-    """The host phase of a canned estimator: feature columns, then the head's labels.
-
-    Delegates ``to_config``/``assets``/``input_spec`` to the feature columns'
-    ``InputTransform`` (what exports record); labels are not part of serving.
-
-    Args:
-      transform: the feature columns' ``estimator.preprocessing.InputTransform``.
-      head: a head with ``prepare_labels(np.ndarray) -> np.ndarray``.
-    """
-
-    def __init__(self, transform: est.preprocessing.InputTransform, head) -> None:
-        self.transform = transform
-        self.head = head
-
-    def apply(self, features, labels=None):
-        features, _ = self.transform.apply(features, None)
-        if labels is not None:
-            labels = self.head.prepare_labels(labels)
-        return features, labels
-
-    def to_config(self) -> dict:
-        return self.transform.to_config()
-
-    def assets(self) -> tuple[str, ...]:
-        return self.transform.assets()
-
-    def input_spec(self) -> dict:
-        return self.transform.input_spec()
-
-
-def _weight_key(weight_column) -> tuple[str | None, Any]:
-    """``(key, normalizer_fn)`` of a ``weight_column`` given as a key or numeric column."""
-    if weight_column is None:
-        return None, None
-    if isinstance(weight_column, str):
-        return weight_column, None
-    if isinstance(weight_column, fc.NumericColumn):
-        return weight_column.key, weight_column.normalizer_fn
-    raise TypeError(
-        "Weight column must be either a string or _NumericColumn. Given type: "
-        f"{type(weight_column)}."
-    )
-
-
 def _default_optimizer(columns: tuple):
     """TF 2.15's optimizer for ``optimizer=None``: FTRL at ``min(0.2, 1/sqrt(n_columns))``
     (``_get_default_optimizer_v2``; ``optimizer='Ftrl'``, the default, is 0.2)."""
     return ftrl(min(_LEARNING_RATE, 1.0 / math.sqrt(len(columns))))
 
 
-def _check_columns(feature_columns) -> tuple:
-    columns = tuple(feature_columns or ())
-    if not columns:
-        raise ValueError("feature_columns should not be empty.")
-    return columns
-
-
-def _model_fn_for(head, columns: tuple, optimizer, sparse_combiner: str, weight_key, weight_fn):
+def _model_fn_for(head, columns: tuple, optimizer, sparse_combiner: str, weight_name, weight_fn):
     def model_fn(features, labels, mode, config):
         del config
         if not isinstance(features, dict):
@@ -96,7 +44,7 @@ def _model_fn_for(head, columns: tuple, optimizer, sparse_combiner: str, weight_
                 f"features should be a dictionary of `Tensor`s. Given type: {type(features)}"
             )
         if weight_fn is not None:
-            features = {**features, weight_key: weight_fn(features[weight_key])}
+            features = {**features, weight_name: weight_fn(features[weight_name])}
         with est.variable_scope("linear"):
             logits = fc.linear_model(
                 features,
@@ -131,12 +79,9 @@ class _Linear(est.Estimator):
                 f"sparse_combiner must be one of {list(_SPARSE_COMBINERS)}; got "
                 f"{sparse_combiner!r}."
             )
-        columns = _check_columns(feature_columns)
-        weight_key, weight_fn = _weight_key(weight_column)
-        host_columns = columns
-        if weight_key is not None:
-            host_columns = columns + (fc.numeric_column(weight_key),)
-        transform = HostTransform(fc.input_transform(host_columns), head)
+        columns = check_columns(feature_columns)
+        key, weight_fn = weight_key(weight_column)
+        transform = host_transform(columns, weight_column, head)
         self._head = head
         self._feature_columns = columns
         super().__init__(
@@ -145,7 +90,7 @@ class _Linear(est.Estimator):
                 columns,
                 optimizer or _default_optimizer(columns),
                 sparse_combiner,
-                weight_key,
+                key,
                 weight_fn,
             ),
             model_dir=model_dir,
@@ -202,20 +147,7 @@ class LinearClassifier(_Linear):
         loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
         sparse_combiner: str = "sum",
     ) -> None:
-        if n_classes is None:
-            raise ValueError("n_classes cannot be None")
-        key, _ = _weight_key(weight_column)
-        if n_classes == 2:
-            head = BinaryClassHead(
-                weight_column=key, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
-            )
-        else:
-            head = MultiClassHead(
-                n_classes,
-                weight_column=key,
-                label_vocabulary=label_vocabulary,
-                loss_reduction=loss_reduction,
-            )
+        head = classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(
             head,
             feature_columns,
@@ -254,7 +186,7 @@ class LinearRegressor(_Linear):
         loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
         sparse_combiner: str = "sum",
     ) -> None:
-        key, _ = _weight_key(weight_column)
+        key, _ = weight_key(weight_column)
         head = RegressionHead(
             label_dimension=label_dimension, weight_column=key, loss_reduction=loss_reduction
         )

@@ -60,6 +60,7 @@ from estimator.session_run_hook import SessionRunValues as SessionRunValues
 from estimator.strings import IndexToString as IndexToString
 from estimator.strings import index_to_string as index_to_string
 from estimator.summary import SummarySaverHook as SummarySaverHook
+from estimator.train_op import train_op_by_scope as train_op_by_scope
 from estimator.training import EvalSpec as EvalSpec
 from estimator.training import TrainSpec as TrainSpec
 from estimator.training import train_and_evaluate as train_and_evaluate
@@ -132,6 +133,7 @@ __all__ = [
     "EvalSpec",
     "TrainSpec",
     "train_and_evaluate",
+    "train_op_by_scope",
     "VocabInfo",
     "WarmStartSettings",
 ]

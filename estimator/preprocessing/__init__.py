@@ -56,6 +56,7 @@ from estimator.preprocessing._lookup import HashBucket as HashBucket
 from estimator.preprocessing._lookup import Identity as Identity
 from estimator.preprocessing._lookup import VocabularyFile as VocabularyFile
 from estimator.preprocessing._lookup import VocabularyList as VocabularyList
+from estimator.preprocessing._numeric import BatchSize as BatchSize
 from estimator.preprocessing._numeric import Bucketize as Bucketize
 from estimator.preprocessing._numeric import Numeric as Numeric
 from estimator.preprocessing._specs import FixedLenFeature as FixedLenFeature
@@ -65,6 +66,7 @@ from estimator.preprocessing._specs import feature_from_config as feature_from_c
 from estimator.preprocessing._transform import InputTransform as InputTransform
 
 __all__ = [
+    "BatchSize",
     "InputTransform",
     "FixedLenFeature",
     "VarLenFeature",

@@ -132,3 +132,19 @@ class Bucketize(Op):
     def _from_config(cls, config, assets_dir, memo):
         source = op_from_config(config["source"], assets_dir=assets_dir, _memo=memo)
         return cls(source, config["boundaries"])
+
+
+@register_op
+@dataclass(frozen=True)
+class BatchSize(Op):
+    """``float32 [batch_size, 0]``: no values, only the batch size, for a model that reads
+    no feature (TF's baseline estimators size their output by the first feature's batch
+    dimension). Reads any feature; fails only for a batch with no array at all."""
+
+    categorical: ClassVar[bool] = False
+
+    def _compute(self, features, cache) -> np.ndarray:
+        return np.zeros((_batch_size(features, self.describe()), 0), np.float32)
+
+    def input_spec(self):
+        return {}

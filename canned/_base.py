@@ -1,0 +1,92 @@
+"""What every canned estimator shares: the host phase, the weight column, the head."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import estimator as est
+from canned import feature_column as fc
+from canned.head import BinaryClassHead, MultiClassHead
+
+__all__ = ["HostTransform", "check_columns", "classifier_head", "host_transform", "weight_key"]
+
+
+class HostTransform:
+    """The host phase of a canned estimator: feature columns, then the head's labels.
+
+    Delegates ``to_config``/``assets``/``input_spec`` to the feature columns'
+    ``InputTransform`` (what exports record); labels are not part of serving.
+
+    Args:
+      transform: the feature columns' ``estimator.preprocessing.InputTransform``.
+      head: a head with ``prepare_labels(np.ndarray) -> np.ndarray``.
+    """
+
+    def __init__(self, transform: est.preprocessing.InputTransform, head) -> None:
+        self.transform = transform
+        self.head = head
+
+    def apply(self, features, labels=None):
+        features, _ = self.transform.apply(features, None)
+        if labels is not None:
+            labels = self.head.prepare_labels(labels)
+        return features, labels
+
+    def to_config(self) -> dict:
+        return self.transform.to_config()
+
+    def assets(self) -> tuple[str, ...]:
+        return self.transform.assets()
+
+    def input_spec(self) -> dict:
+        return self.transform.input_spec()
+
+
+def weight_key(weight_column) -> tuple[str | None, Any]:
+    """``(key, normalizer_fn)`` of a ``weight_column`` given as a key or numeric column."""
+    if weight_column is None:
+        return None, None
+    if isinstance(weight_column, str):
+        return weight_column, None
+    if isinstance(weight_column, fc.NumericColumn):
+        return weight_column.key, weight_column.normalizer_fn
+    raise TypeError(
+        "Weight column must be either a string or _NumericColumn. Given type: "
+        f"{type(weight_column)}."
+    )
+
+
+def check_columns(feature_columns) -> tuple:
+    columns = tuple(feature_columns or ())
+    if not columns:
+        raise ValueError("feature_columns should not be empty.")
+    return columns
+
+
+def classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction):
+    """TF's canned classifier head: binary for ``n_classes == 2``, else multi-class.
+
+    Raises:
+      ValueError: "n_classes cannot be None", and the heads' own checks.
+    """
+    if n_classes is None:
+        raise ValueError("n_classes cannot be None")
+    key, _ = weight_key(weight_column)
+    if n_classes == 2:
+        return BinaryClassHead(
+            weight_column=key, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction
+        )
+    return MultiClassHead(
+        n_classes,
+        weight_column=key,
+        label_vocabulary=label_vocabulary,
+        loss_reduction=loss_reduction,
+    )
+
+
+def host_transform(columns: tuple, weight_column, head) -> HostTransform:
+    """The host phase of ``columns`` plus the weight column's feature, then the labels."""
+    key, _ = weight_key(weight_column)
+    if key is not None:
+        columns = tuple(columns) + (fc.numeric_column(key),)
+    return HostTransform(fc.input_transform(columns), head)
