@@ -1,15 +1,19 @@
-"""Census income (UCI Adult) with a canned LinearClassifier: the TF wide-model tutorial.
+"""Census income (UCI Adult) with canned estimators: TF's wide & deep tutorial.
 
 Trains ``canned.LinearClassifier`` on the wide columns of TF's census tutorial
 (tensorflow/models ``official/r1/wide_deep/census_dataset.py``: vocabulary columns,
 a hashed occupation, bucketized age and two crosses) with TF 2.15's defaults (FTRL at
 learning rate 0.2), evaluates on ``adult.test``, exports the model for serving, reloads the
 export and scores raw rows of ``adult.test`` from their strings, and prints the metrics.
+``--model dnn`` trains the tutorial's ``DNNClassifier`` on its deep columns (numeric,
+indicator and embedding columns; hidden units [100, 75, 50, 25]), ``--model wide_deep``
+its ``DNNLinearCombinedClassifier`` (wide columns in the linear part, deep columns in the
+DNN), ``--model all`` the three side by side.
 
 Usage::
 
     python examples/census.py [--data-dir DIR] [--model-dir DIR] [--epochs 5]
-                              [--batch-size 256]
+                              [--batch-size 256] [--model linear|dnn|wide_deep|all]
 
 The data directory is, in order: ``--data-dir``, ``$ADULT_DATA_DIR``,
 ``~/.cache/jax-estimator/adult``; when ``adult.data``/``adult.test`` are not there they are
@@ -111,6 +115,14 @@ def load(path: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
     return features, labels
 
 
+MODELS = {
+    "linear": "LinearClassifier on the wide columns",
+    "dnn": "DNNClassifier on the deep columns",
+    "wide_deep": "DNNLinearCombinedClassifier: wide + deep",
+}
+HIDDEN_UNITS = [100, 75, 50, 25]  # the tutorial's
+
+
 def wide_columns() -> list:
     """The wide columns of TF's census tutorial (``build_model_columns``)."""
     age = fc.numeric_column("age")
@@ -205,6 +217,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--model",
+        choices=[*MODELS, "all"],
+        default="linear",
+        help="linear (default), dnn, wide_deep, or all three side by side",
+    )
     args = parser.parse_args(argv)
     logging.getLogger("estimator").setLevel(logging.WARNING)
 
@@ -216,16 +234,67 @@ def main(argv=None) -> dict:
         f"({np.mean(train_y == '>50K'):.2%} / {np.mean(test_y == '>50K'):.2%} positive)"
     )
 
-    model_dir = args.model_dir or tempfile.mkdtemp(prefix="census_")
-    if args.model_dir is None:
-        print(f"model_dir: {model_dir}")
-    columns = wide_columns()
-    model = canned.LinearClassifier(
-        feature_columns=columns,
+    kinds = list(MODELS) if args.model == "all" else [args.model]
+    all_results = {}
+    for kind in kinds:
+        model_dir = args.model_dir or tempfile.mkdtemp(prefix=f"census_{kind}_")
+        if len(kinds) > 1 and args.model_dir:
+            model_dir = os.path.join(args.model_dir, kind)
+        print(f"\n== {kind} ({MODELS[kind]}) ==  model_dir: {model_dir}")
+        all_results[kind] = _train_evaluate_export(
+            kind, args, model_dir, train_x, train_y, test_x, test_y
+        )
+        if args.model_dir is None:
+            shutil.rmtree(model_dir, ignore_errors=True)
+    if len(kinds) > 1:
+        print("\nOn adult.test:")
+        keys = ["accuracy", "auc", "auc_precision_recall", "average_loss"]
+        print(f"  {'model':10s} " + " ".join(f"{k:>20s}" for k in keys))
+        for kind, results in all_results.items():
+            print(f"  {kind:10s} " + " ".join(f"{results[k]:20.4f}" for k in keys))
+    return all_results[kinds[-1]] if len(kinds) == 1 else all_results
+
+
+def _make_model(kind: str, model_dir: str, seed: int, stats: dict):
+    config = est.RunConfig(tf_random_seed=seed)
+    # The tutorial's DNN learning rate (TF 1's default, 0.05): TF 2.15's V2 default (0.001)
+    # barely moves in 5 epochs.
+    dnn_optimizer = canned.get_optimizer_instance("Adagrad", learning_rate=0.05)
+    if kind == "linear":
+        return canned.LinearClassifier(
+            feature_columns=wide_columns(),
+            model_dir=model_dir,
+            label_vocabulary=LABELS,
+            config=config,
+        )
+    if kind == "dnn":
+        return canned.DNNClassifier(
+            hidden_units=HIDDEN_UNITS,
+            feature_columns=deep_columns(stats),
+            model_dir=model_dir,
+            label_vocabulary=LABELS,
+            optimizer=dnn_optimizer,
+            config=config,
+        )
+    return canned.DNNLinearCombinedClassifier(
         model_dir=model_dir,
+        linear_feature_columns=wide_columns(),
+        dnn_feature_columns=deep_columns(stats),
+        dnn_hidden_units=HIDDEN_UNITS,
+        dnn_optimizer=dnn_optimizer,
         label_vocabulary=LABELS,
-        config=est.RunConfig(tf_random_seed=args.seed),
+        config=config,
     )
+
+
+def _train_evaluate_export(kind, args, model_dir, train_x, train_y, test_x, test_y) -> dict:
+    stats = numeric_stats(train_x)
+    model = _make_model(kind, model_dir, args.seed, stats)
+    columns = {
+        "linear": wide_columns(),
+        "dnn": deep_columns(stats),
+        "wide_deep": wide_columns() + deep_columns(stats),
+    }[kind]
     steps = -(-len(train_y) * args.epochs // args.batch_size)
     print(f"Training {args.epochs} epochs, batch {args.batch_size} (~{steps} steps) ...")
     start = time.time()
@@ -277,11 +346,36 @@ def main(argv=None) -> dict:
         )
     if not np.allclose(scores, predicted, atol=1e-6):
         raise RuntimeError("The export disagrees with predict().")
-    if args.model_dir is None:
-        shutil.rmtree(model_dir, ignore_errors=True)
     return results
+
+
+def deep_columns(stats: dict[str, tuple[float, float]]) -> list:
+    """The deep columns of TF's census tutorial (``build_model_columns``): the numeric
+    columns, indicator columns of the vocabularies and an 8-dimensional embedding of the
+    hashed occupation. Unlike the tutorial, the numeric columns are standardized with the
+    training set's ``(mean, std)`` from ``stats`` (``capital_gain`` reaches 99999: raw, it
+    swamps the first layer; TF 2.15 trains the raw columns to 0.76-0.80 accuracy)."""
+    by_name = {c.name: c for c in wide_columns()}
+    numeric = [
+        fc.numeric_column(k, normalizer_fn=lambda x, m=stats[k][0], s=stats[k][1]: (x - m) / s)
+        for k in ("age", "education_num", "capital_gain", "capital_loss", "hours_per_week")
+    ]
+    return numeric + [
+        fc.indicator_column(by_name["workclass"]),
+        fc.indicator_column(by_name["education"]),
+        fc.indicator_column(by_name["marital_status"]),
+        fc.indicator_column(by_name["relationship"]),
+        fc.embedding_column(by_name["occupation"], dimension=8),
+    ]
+
+
+def numeric_stats(features: dict) -> dict[str, tuple[float, float]]:
+    """``{key: (mean, std)}`` of the numeric training features."""
+    return {k: (float(np.mean(v)), float(np.std(v))) for k, v in features.items() if k in NUMERIC}
 
 
 if __name__ == "__main__":
     results = main()
+    if "accuracy" not in results:  # --model all: every model must pass
+        results = {k: min(r[k] for r in results.values()) for k in ("accuracy", "auc")}
     sys.exit(0 if results["accuracy"] >= 0.82 and results["auc"] >= 0.87 else 1)

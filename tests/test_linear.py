@@ -191,6 +191,23 @@ def test_census_example_runs_one_epoch(tmp_path):
     assert results["global_step"] == -(-32561 // 256)
 
 
+def test_census_example_wide_and_deep_one_epoch(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "census", os.path.join(ROOT, "examples", "census.py")
+    )
+    census = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(census)
+    data = os.path.join(ROOT, "..", "shared", "data", "adult")
+    results = census.main(
+        ["--data-dir", data, "--model-dir", str(tmp_path), "--epochs", "1", "--model", "wide_deep"]
+    )
+    # Measured: 0.8515 accuracy, 0.903 AUC after one epoch (5 epochs: 0.859 / 0.910).
+    assert results["accuracy"] > 0.84 and results["auc"] > 0.89
+    assert os.path.isdir(os.path.join(str(tmp_path), "export"))
+
+
 def test_optimizer_none_is_ftrl_at_tfs_rate(tmp_path):
     # optimizer=None: FTRL at min(0.2, 1/sqrt(n_columns)); 36 columns -> 1/6 (TF 2.15's
     # _get_default_optimizer_v2). One step from zero weights with the gradient g of column
