@@ -1,29 +1,32 @@
-"""Census (UCI Adult) throughput of the canned LinearClassifier, and the host-phase share.
+"""Census (UCI Adult) throughput of the canned linear, DNN and wide & deep models, with
+TF 2.15 on the same data, columns and models in the same run.
 
-Trains the census example's wide model (``examples/census.py``: vocabulary, hashed,
-bucketized and crossed columns, FTRL at 0.2) for ``--epochs`` epochs at batch 256 and
-evaluates on adult.test, reporting examples/s for both. It then times the host phase of
-the feature columns (``input_transform(columns).apply`` plus the head's label mapping:
-vocabulary lookups, FarmHash fingerprints, bucketizing, crosses) alone over the same
-batches, and reports it as a share of the training wall time. The host phase runs in the
-input pipeline while the device works on the previous steps, so a share well under 100%
-means it is not the bottleneck.
+Trains each model of ``examples/census.py`` for ``--epochs`` epochs at batch 256 and
+evaluates on adult.test. Train: end to end (a fresh Estimator, compiles included) and
+steady state (a second ``train()`` of the same shapes); evaluate: first call and steady.
+With ``--tf-python`` (a Python with tensorflow 2.15 + tensorflow-estimator 2.15; TF is
+never a dependency of this package) it runs ``benchmarks/_tf_census.py`` for the same
+model in a subprocess — TF's recommended input (``tf.data`` with ``prefetch``), default
+``RunConfig`` — and prints the ratio of train examples/s, ours end to end over TF's. For
+the linear model it also times the feature columns' host phase alone, as a share of the
+steady training time (it runs in the input pipeline beside the device's work).
 
-Usage: ``python benchmarks/census_throughput.py [--data-dir DIR] [--epochs 5]``.
+Usage: ``python benchmarks/census_throughput.py [--model all] [--tf-python PATH]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import logging
 import os
+import subprocess
 import tempfile
 import time
 
 import jax
 
-import canned
 import estimator as est
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,70 +41,103 @@ def load_census_module():
     return module
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=os.path.join(ROOT, "..", "shared", "data", "adult"))
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=256)
-    args = parser.parse_args()
-    logging.getLogger("estimator").setLevel(logging.WARNING)
-    census = load_census_module()
-    train_x, train_y = census.load(os.path.join(args.data_dir, "adult.data"))
-    test_x, test_y = census.load(os.path.join(args.data_dir, "adult.test"))
-    columns = census.wide_columns()
+def _model(census, kind: str, stats: dict):
+    return census.make_model(kind, tempfile.mkdtemp(prefix="bench_census_"), 0, stats)
+
+
+def _tf(args, kind: str) -> dict | None:
+    """TF 2.15's figures from ``_tf_census.py`` run by ``--tf-python`` (None without it)."""
+    if not args.tf_python:
+        return None
+    script = os.path.join(ROOT, "benchmarks", "_tf_census.py")
+    command = [args.tf_python, script, args.data_dir, kind, str(args.epochs), str(args.batch_size)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def bench(args, census, kind, data) -> None:
+    train_x, train_y, test_x, test_y = data
+    stats = census.numeric_stats(train_x)
 
     def train_input():
         return est.inputs.numpy_input_fn(
             train_x, train_y, batch_size=args.batch_size, num_epochs=args.epochs, shuffle=True
         )
 
-    model = canned.LinearClassifier(
-        columns,
-        tempfile.mkdtemp(prefix="bench_census_"),
-        label_vocabulary=census.LABELS,
-        config=est.RunConfig(tf_random_seed=0),
-    )
-    # Warm-up: a short run compiles the train step (one step and steps_per_execution steps).
-    model.train(
-        est.inputs.numpy_input_fn(
-            train_x, train_y, batch_size=args.batch_size, num_epochs=1, shuffle=True
-        ),
-        steps=20,
-    )
+    model = _model(census, kind, stats)
     n_train = len(train_y) * args.epochs
     start = time.perf_counter()
-    model.train(train_input())
-    train_time = time.perf_counter() - start
+    model.train(train_input())  # end to end: a fresh Estimator, compiles included
+    end_to_end = time.perf_counter() - start
+    start = time.perf_counter()
+    model.train(train_input())  # steady state: the same shapes again, nothing compiles
+    steady = time.perf_counter() - start
     eval_fn = est.inputs.numpy_input_fn(test_x, test_y, batch_size=args.batch_size, shuffle=False)
-    model.evaluate(eval_fn)  # compile
     start = time.perf_counter()
     results = model.evaluate(eval_fn)
-    eval_time = time.perf_counter() - start
-
-    transform = model._input_transform  # the host phase the Estimator runs per batch
+    eval_first = time.perf_counter() - start
     start = time.perf_counter()
-    batches = 0
-    for features, labels in train_input()():
-        transform.apply(features, labels)
-        batches += 1
-    host_time = time.perf_counter() - start
+    model.evaluate(eval_fn)
+    eval_time = time.perf_counter() - start
+    print(f"\n{kind}: {census.MODELS[kind]}")
+    print(
+        f"  train    end to end {n_train / end_to_end:9,.0f} examples/s ({end_to_end:.2f} s), "
+        f"steady {n_train / steady:9,.0f} examples/s ({steady:.2f} s)"
+    )
+    print(
+        f"  evaluate first call {len(test_y) / eval_first:9,.0f} examples/s, steady "
+        f"{len(test_y) / eval_time:9,.0f} examples/s (accuracy {results['accuracy']:.4f}, "
+        f"auc {results['auc']:.4f})"
+    )
+    tf_figures = _tf(args, kind)
+    if tf_figures is not None:
+        ratio = (n_train / end_to_end) / tf_figures["train_examples_per_s"]
+        print(
+            f"  TF 2.15  train {tf_figures['train_examples_per_s']:9,.0f} examples/s "
+            f"({tf_figures['train_s']:.2f} s), evaluate "
+            f"{tf_figures['eval_examples_per_s']:9,.0f} examples/s (accuracy "
+            f"{tf_figures['accuracy']:.4f}, auc {tf_figures['auc']:.4f})"
+        )
+        print(f"  ratio (ours end to end / TF, train): {ratio:.2f}")
+    if kind == "linear":
+        transform = model._input_transform  # the host phase the Estimator runs per batch
+        start = time.perf_counter()
+        batches = 0
+        for features, labels in train_input()():
+            transform.apply(features, labels)
+            batches += 1
+        host_time = time.perf_counter() - start
+        print(
+            f"  host phase of the feature columns alone: {host_time:.2f} s = "
+            f"{1e6 * host_time / batches:.0f} us/batch = {host_time / steady:.0%} of the "
+            "steady training wall time"
+        )
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", default=os.path.join(ROOT, "..", "shared", "data", "adult"))
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--model", choices=["linear", "dnn", "wide_deep", "all"], default="all")
+    parser.add_argument(
+        "--tf-python",
+        default=os.environ.get("TF_PYTHON"),
+        help="a Python with tensorflow 2.15 + tensorflow-estimator 2.15 (default $TF_PYTHON): "
+        "runs TF's side in the same benchmark run",
+    )
+    args = parser.parse_args()
+    logging.getLogger("estimator").setLevel(logging.WARNING)
+    census = load_census_module()
+    train_x, train_y = census.load(os.path.join(args.data_dir, "adult.data"))
+    test_x, test_y = census.load(os.path.join(args.data_dir, "adult.test"))
     print(
         f"jax {jax.__version__}, backend {jax.default_backend()}, batch "
         f"{args.batch_size}, {args.epochs} epochs of {len(train_y)} examples"
     )
-    print(
-        f"train:    {n_train / train_time:10,.0f} examples/s ({train_time:.2f} s, {batches} steps)"
-    )
-    print(
-        f"evaluate: {len(test_y) / eval_time:10,.0f} examples/s ({eval_time:.2f} s, "
-        f"accuracy {results['accuracy']:.4f}, auc {results['auc']:.4f})"
-    )
-    print(
-        f"host phase of the feature columns alone: {host_time:.2f} s = "
-        f"{1e6 * host_time / batches:.0f} us/batch = {host_time / train_time:.0%} of the "
-        "training wall time"
-    )
+    kinds = ["linear", "dnn", "wide_deep"] if args.model == "all" else [args.model]
+    for kind in kinds:
+        bench(args, census, kind, (train_x, train_y, test_x, test_y))
 
 
 if __name__ == "__main__":

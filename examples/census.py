@@ -255,7 +255,7 @@ def main(argv=None) -> dict:
     return all_results[kinds[-1]] if len(kinds) == 1 else all_results
 
 
-def _make_model(kind: str, model_dir: str, seed: int, stats: dict):
+def make_model(kind: str, model_dir: str, seed: int, stats: dict):
     config = est.RunConfig(tf_random_seed=seed)
     # The tutorial's DNN learning rate (TF 1's default, 0.05): TF 2.15's V2 default (0.001)
     # barely moves in 5 epochs.
@@ -289,7 +289,7 @@ def _make_model(kind: str, model_dir: str, seed: int, stats: dict):
 
 def _train_evaluate_export(kind, args, model_dir, train_x, train_y, test_x, test_y) -> dict:
     stats = numeric_stats(train_x)
-    model = _make_model(kind, model_dir, args.seed, stats)
+    model = make_model(kind, model_dir, args.seed, stats)
     columns = {
         "linear": wide_columns(),
         "dnn": deep_columns(stats),
