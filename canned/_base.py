@@ -6,9 +6,17 @@ from typing import Any
 
 import estimator as est
 from canned import feature_column as fc
-from canned.head import BinaryClassHead, MultiClassHead
+from canned.head import BinaryClassHead, MultiClassHead, RegressionHead
 
-__all__ = ["HostTransform", "check_columns", "classifier_head", "host_transform", "weight_key"]
+__all__ = [
+    "HostTransform",
+    "check_columns",
+    "classifier_head",
+    "host_transform",
+    "model_features",
+    "regressor_head",
+    "weight_key",
+]
 
 
 class HostTransform:
@@ -90,3 +98,28 @@ def host_transform(columns: tuple, weight_column, head) -> HostTransform:
     if key is not None:
         columns = tuple(columns) + (fc.numeric_column(key),)
     return HostTransform(fc.input_transform(columns), head)
+
+
+def regressor_head(label_dimension, weight_column, loss_reduction) -> RegressionHead:
+    """TF's canned regressor head (squared error)."""
+    key, _ = weight_key(weight_column)
+    return RegressionHead(
+        label_dimension=label_dimension, weight_column=key, loss_reduction=loss_reduction
+    )
+
+
+def model_features(features, weight_column) -> dict:
+    """``features`` checked as TF's canned model_fns do, with the weight column's
+    ``normalizer_fn`` applied (inside ``model_fn``, on the device).
+
+    Raises:
+      ValueError: TF's message when ``features`` is not a dict.
+    """
+    if not isinstance(features, dict):
+        raise ValueError(
+            f"features should be a dictionary of `Tensor`s. Given type: {type(features)}"
+        )
+    key, normalizer = weight_key(weight_column)
+    if normalizer is not None:
+        features = {**features, key: normalizer(features[key])}
+    return features

@@ -13,8 +13,13 @@ import jax.numpy as jnp
 
 import estimator as est
 from canned import feature_column as fc
-from canned._base import HostTransform, classifier_head, weight_key
-from canned.head import RegressionHead
+from canned._base import (
+    HostTransform,
+    classifier_head,
+    model_features,
+    regressor_head,
+    weight_key,
+)
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
 
@@ -26,19 +31,14 @@ _BATCH = "baseline/batch_size"  # the host phase's [batch_size, 0] array
 
 class _Baseline(est.Estimator):
     def __init__(self, head, model_dir, weight_column, optimizer, config) -> None:
-        key, weight_fn = weight_key(weight_column)
+        key, _ = weight_key(weight_column)
         ops = [(_BATCH, est.preprocessing.BatchSize())]
         if key is not None:
             ops.append((key, fc.numeric_column(key).host_op()))
 
         def model_fn(features, labels, mode, config):
             del config
-            if not isinstance(features, dict):
-                raise ValueError(
-                    f"features should be a dictionary of `Tensor`s. Given type: {type(features)}"
-                )
-            if weight_fn is not None:
-                features = {**features, key: weight_fn(features[key])}
+            features = model_features(features, weight_column)
             bias = est.get_variable(
                 "baseline/bias",
                 [head.logits_dimension],
@@ -113,8 +113,5 @@ class BaselineRegressor(_Baseline):
         config=None,
         loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
     ) -> None:
-        key, _ = weight_key(weight_column)
-        head = RegressionHead(
-            label_dimension=label_dimension, weight_column=key, loss_reduction=loss_reduction
-        )
+        head = regressor_head(label_dimension, weight_column, loss_reduction)
         super().__init__(head, model_dir, weight_column, optimizer, config)

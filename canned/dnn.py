@@ -26,12 +26,18 @@ import jax.numpy as jnp
 
 import estimator as est
 from canned import feature_column as fc
-from canned._base import check_columns, classifier_head, host_transform, weight_key
-from canned.head import RegressionHead
+from canned._base import (
+    check_columns,
+    classifier_head,
+    host_transform,
+    model_features,
+    regressor_head,
+)
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
 
 __all__ = ["DNNClassifier", "DNNRegressor", "dnn_logits"]
+
 
 def layer_summary(value: jax.Array, tag: str) -> None:
     """TF's ``_add_hiddenlayer_summary``: fraction of zeros and an activation histogram."""
@@ -99,16 +105,10 @@ class _DNN(est.Estimator):
     ) -> None:
         columns = check_columns(feature_columns)
         hidden = check_hidden_units(hidden_units)
-        key, weight_fn = weight_key(weight_column)
 
         def model_fn(features, labels, mode, config):
             del config
-            if not isinstance(features, dict):
-                raise ValueError(
-                    f"features should be a dictionary of `Tensor`s. Given type: {type(features)}"
-                )
-            if weight_fn is not None:
-                features = {**features, key: weight_fn(features[key])}
+            features = model_features(features, weight_column)
             logits = dnn_logits(
                 features,
                 columns,
@@ -226,10 +226,7 @@ class DNNRegressor(_DNN):
         loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
         batch_norm: bool = False,
     ) -> None:
-        key, _ = weight_key(weight_column)
-        head = RegressionHead(
-            label_dimension=label_dimension, weight_column=key, loss_reduction=loss_reduction
-        )
+        head = regressor_head(label_dimension, weight_column, loss_reduction)
         super().__init__(
             head,
             hidden_units,

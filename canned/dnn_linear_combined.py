@@ -17,9 +17,8 @@ import jax
 
 import estimator as est
 from canned import feature_column as fc
-from canned._base import classifier_head, host_transform, weight_key
+from canned._base import classifier_head, host_transform, model_features, regressor_head
 from canned.dnn import check_hidden_units, dnn_logits, layer_summary
-from canned.head import RegressionHead
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
 
@@ -64,17 +63,11 @@ class _DNNLinearCombined(est.Estimator):
                 f"{linear_sparse_combiner!r}."
             )
         hidden = check_hidden_units(dnn_hidden_units)
-        key, weight_fn = weight_key(weight_column)
         linear_rate = min(_LINEAR_LEARNING_RATE, 1.0 / math.sqrt(max(len(linear_columns), 1)))
 
         def model_fn(features, labels, mode, config):
             del config
-            if not isinstance(features, dict):
-                raise ValueError(
-                    f"features should be a dictionary of `Tensor`s. Given type: {type(features)}"
-                )
-            if weight_fn is not None:
-                features = {**features, key: weight_fn(features[key])}
+            features = model_features(features, weight_column)
             parts, transforms = [], {}
             training = mode == est.ModeKeys.TRAIN
             if dnn_columns:
@@ -216,10 +209,7 @@ class DNNLinearCombinedRegressor(_DNNLinearCombined):
         batch_norm: bool = False,
         linear_sparse_combiner: str = "sum",
     ) -> None:
-        key, _ = weight_key(weight_column)
-        head = RegressionHead(
-            label_dimension=label_dimension, weight_column=key, loss_reduction=loss_reduction
-        )
+        head = regressor_head(label_dimension, weight_column, loss_reduction)
         super().__init__(
             head,
             model_dir,

@@ -18,9 +18,14 @@ from collections.abc import Iterable
 
 import estimator as est
 from canned import feature_column as fc
-from canned._base import check_columns, classifier_head, host_transform, weight_key
+from canned._base import (
+    check_columns,
+    classifier_head,
+    host_transform,
+    model_features,
+    regressor_head,
+)
 from canned._ftrl import ftrl
-from canned.head import RegressionHead
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
 
@@ -36,15 +41,10 @@ def _default_optimizer(columns: tuple):
     return ftrl(min(_LEARNING_RATE, 1.0 / math.sqrt(len(columns))))
 
 
-def _model_fn_for(head, columns: tuple, optimizer, sparse_combiner: str, weight_name, weight_fn):
+def _model_fn_for(head, columns: tuple, optimizer, sparse_combiner: str, weight_column):
     def model_fn(features, labels, mode, config):
         del config
-        if not isinstance(features, dict):
-            raise ValueError(
-                f"features should be a dictionary of `Tensor`s. Given type: {type(features)}"
-            )
-        if weight_fn is not None:
-            features = {**features, weight_name: weight_fn(features[weight_name])}
+        features = model_features(features, weight_column)
         with est.variable_scope("linear"):
             logits = fc.linear_model(
                 features,
@@ -80,7 +80,6 @@ class _Linear(est.Estimator):
                 f"{sparse_combiner!r}."
             )
         columns = check_columns(feature_columns)
-        key, weight_fn = weight_key(weight_column)
         transform = host_transform(columns, weight_column, head)
         self._head = head
         self._feature_columns = columns
@@ -90,8 +89,7 @@ class _Linear(est.Estimator):
                 columns,
                 optimizer or _default_optimizer(columns),
                 sparse_combiner,
-                key,
-                weight_fn,
+                weight_column,
             ),
             model_dir=model_dir,
             config=config,
@@ -186,10 +184,7 @@ class LinearRegressor(_Linear):
         loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
         sparse_combiner: str = "sum",
     ) -> None:
-        key, _ = weight_key(weight_column)
-        head = RegressionHead(
-            label_dimension=label_dimension, weight_column=key, loss_reduction=loss_reduction
-        )
+        head = regressor_head(label_dimension, weight_column, loss_reduction)
         super().__init__(
             head,
             feature_columns,
