@@ -10,11 +10,16 @@ from canned import head as head
 from canned._ftrl import FtrlState as FtrlState
 from canned._ftrl import ftrl as ftrl
 from canned.baseline import BaselineClassifier as BaselineClassifier
+from canned.baseline import BaselineEstimator as BaselineEstimator
 from canned.baseline import BaselineRegressor as BaselineRegressor
 from canned.dnn import DNNClassifier as DNNClassifier
+from canned.dnn import DNNEstimator as DNNEstimator
 from canned.dnn import DNNRegressor as DNNRegressor
 from canned.dnn_linear_combined import (
     DNNLinearCombinedClassifier as DNNLinearCombinedClassifier,
+)
+from canned.dnn_linear_combined import (
+    DNNLinearCombinedEstimator as DNNLinearCombinedEstimator,
 )
 from canned.dnn_linear_combined import DNNLinearCombinedRegressor as DNNLinearCombinedRegressor
 from canned.head import BinaryClassHead as BinaryClassHead
@@ -22,8 +27,11 @@ from canned.head import Head as Head
 from canned.head import MultiClassHead as MultiClassHead
 from canned.head import RegressionHead as RegressionHead
 from canned.linear import LinearClassifier as LinearClassifier
+from canned.linear import LinearEstimator as LinearEstimator
 from canned.linear import LinearRegressor as LinearRegressor
 from canned.optimizers import get_optimizer_instance as get_optimizer_instance
+from canned.parsing_utils import classifier_parse_example_spec as classifier_parse_example_spec
+from canned.parsing_utils import regressor_parse_example_spec as regressor_parse_example_spec
 
 __all__ = [
     "feature_column",
@@ -40,7 +48,13 @@ __all__ = [
     "DNNLinearCombinedRegressor",
     "BaselineClassifier",
     "BaselineRegressor",
+    "LinearEstimator",
+    "DNNEstimator",
+    "DNNLinearCombinedEstimator",
+    "BaselineEstimator",
     "FtrlState",
     "ftrl",
     "get_optimizer_instance",
+    "classifier_parse_example_spec",
+    "regressor_parse_example_spec",
 ]

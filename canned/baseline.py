@@ -23,7 +23,7 @@ from canned._base import (
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
 
-__all__ = ["BaselineClassifier", "BaselineRegressor"]
+__all__ = ["BaselineClassifier", "BaselineEstimator", "BaselineRegressor"]
 
 _LEARNING_RATE = 0.3
 _BATCH = "baseline/batch_size"  # the host phase's [batch_size, 0] array
@@ -34,7 +34,7 @@ class _Baseline(est.Estimator):
         key, _ = weight_key(weight_column)
         ops = [(_BATCH, est.preprocessing.BatchSize())]
         if key is not None:
-            ops.append((key, fc.numeric_column(key).host_op()))
+            ops.append((key, fc.numeric_column(key).host_op))
 
         def model_fn(features, labels, mode, config):
             del config
@@ -115,3 +115,15 @@ class BaselineRegressor(_Baseline):
     ) -> None:
         head = regressor_head(label_dimension, weight_column, loss_reduction)
         super().__init__(head, model_dir, weight_column, optimizer, config)
+
+
+class BaselineEstimator(_Baseline):
+    """The baseline with any head (``tf.estimator.BaselineEstimator``, TF 2.15).
+
+    Args:
+      head: a ``canned.head`` head (its ``weight_column`` feature is read too).
+      model_dir, optimizer, config: as :class:`BaselineClassifier`.
+    """
+
+    def __init__(self, head, model_dir=None, optimizer="Ftrl", config=None) -> None:
+        super().__init__(head, model_dir, head.weight_column, optimizer, config)

@@ -36,7 +36,7 @@ from canned._base import (
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
 
-__all__ = ["DNNClassifier", "DNNRegressor", "dnn_logits"]
+__all__ = ["DNNClassifier", "DNNEstimator", "DNNRegressor", "dnn_logits"]
 
 
 def layer_summary(value: jax.Array, tag: str) -> None:
@@ -233,6 +233,43 @@ class DNNRegressor(_DNN):
             feature_columns,
             model_dir,
             weight_column,
+            optimizer,
+            activation_fn,
+            dropout,
+            config,
+            warm_start_from,
+            batch_norm,
+        )
+
+
+class DNNEstimator(_DNN):
+    """A feed-forward network with any head (``tf.estimator.DNNEstimator``, TF 2.15).
+
+    Args:
+      head: a ``canned.head`` head (its ``weight_column`` feature is read too).
+      hidden_units, feature_columns, model_dir, optimizer, activation_fn, dropout, config,
+        warm_start_from, batch_norm: as :class:`DNNClassifier`.
+    """
+
+    def __init__(
+        self,
+        head,
+        hidden_units: Sequence[int],
+        feature_columns: Iterable,
+        model_dir=None,
+        optimizer="Adagrad",
+        activation_fn: Callable = jax.nn.relu,
+        dropout: float | None = None,
+        config=None,
+        warm_start_from=None,
+        batch_norm: bool = False,
+    ) -> None:
+        super().__init__(
+            head,
+            hidden_units,
+            feature_columns,
+            model_dir,
+            head.weight_column,
             optimizer,
             activation_fn,
             dropout,

@@ -22,7 +22,11 @@ from canned.dnn import check_hidden_units, dnn_logits, layer_summary
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
 
-__all__ = ["DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor"]
+__all__ = [
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedEstimator",
+    "DNNLinearCombinedRegressor",
+]
 
 _DNN_LEARNING_RATE = 0.001
 _LINEAR_LEARNING_RATE = 0.005
@@ -223,6 +227,50 @@ class DNNLinearCombinedRegressor(_DNNLinearCombined):
             weight_column,
             config,
             warm_start_from,
+            batch_norm,
+            linear_sparse_combiner,
+        )
+
+
+class DNNLinearCombinedEstimator(_DNNLinearCombined):
+    """Wide & deep with any head (``tf.estimator.DNNLinearCombinedEstimator``, TF 2.15;
+    TF's signature has no ``warm_start_from`` here).
+
+    Args:
+      head: a ``canned.head`` head (its ``weight_column`` feature is read too).
+      model_dir, linear_feature_columns, linear_optimizer, dnn_feature_columns,
+        dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout, config,
+        batch_norm, linear_sparse_combiner: as :class:`DNNLinearCombinedClassifier`.
+    """
+
+    def __init__(
+        self,
+        head,
+        model_dir=None,
+        linear_feature_columns: Iterable | None = None,
+        linear_optimizer="Ftrl",
+        dnn_feature_columns: Iterable | None = None,
+        dnn_optimizer="Adagrad",
+        dnn_hidden_units: Sequence[int] | None = None,
+        dnn_activation_fn: Callable = jax.nn.relu,
+        dnn_dropout: float | None = None,
+        config=None,
+        batch_norm: bool = False,
+        linear_sparse_combiner: str = "sum",
+    ) -> None:
+        super().__init__(
+            head,
+            model_dir,
+            linear_feature_columns,
+            linear_optimizer,
+            dnn_feature_columns,
+            dnn_optimizer,
+            dnn_hidden_units,
+            dnn_activation_fn,
+            dnn_dropout,
+            head.weight_column,
+            config,
+            None,
             batch_norm,
             linear_sparse_combiner,
         )

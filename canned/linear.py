@@ -29,7 +29,7 @@ from canned._ftrl import ftrl
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
 
-__all__ = ["LinearClassifier", "LinearRegressor"]
+__all__ = ["LinearClassifier", "LinearEstimator", "LinearRegressor"]
 
 _LEARNING_RATE = 0.2
 _SPARSE_COMBINERS = ("mean", "sqrtn", "sum")
@@ -190,6 +190,39 @@ class LinearRegressor(_Linear):
             feature_columns,
             model_dir,
             weight_column,
+            optimizer,
+            config,
+            warm_start_from,
+            sparse_combiner,
+        )
+
+
+class LinearEstimator(_Linear):
+    """A linear model with any head (``tf.estimator.LinearEstimator``, TF 2.15): the
+    head's loss, predictions and metrics on ``sum over columns of (input @ weights) + bias``.
+
+    Args:
+      head: a ``canned.head`` head (its ``weight_column`` feature is read too).
+      feature_columns: feature columns from ``canned.feature_column``.
+      model_dir, optimizer, config, sparse_combiner, warm_start_from: as
+        :class:`LinearClassifier`.
+    """
+
+    def __init__(
+        self,
+        head,
+        feature_columns: Iterable,
+        model_dir=None,
+        optimizer="Ftrl",
+        config=None,
+        sparse_combiner: str = "sum",
+        warm_start_from=None,
+    ) -> None:
+        super().__init__(
+            head,
+            feature_columns,
+            model_dir,
+            head.weight_column,
             optimizer,
             config,
             warm_start_from,

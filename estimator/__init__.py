@@ -36,6 +36,7 @@ from estimator.exporter import BestExporter as BestExporter
 from estimator.exporter import Exporter as Exporter
 from estimator.exporter import FinalExporter as FinalExporter
 from estimator.exporter import LatestExporter as LatestExporter
+from estimator.extenders import add_metrics as add_metrics
 from estimator.hooks import CheckpointSaverHook as CheckpointSaverHook
 from estimator.hooks import CheckpointSaverListener as CheckpointSaverListener
 from estimator.hooks import FinalOpsHook as FinalOpsHook
@@ -134,6 +135,7 @@ __all__ = [
     "TrainSpec",
     "train_and_evaluate",
     "train_op_by_scope",
+    "add_metrics",
     "VocabInfo",
     "WarmStartSettings",
 ]

@@ -162,6 +162,11 @@ class Head(abc.ABC):
         """Size of the last dimension of the logits the head expects."""
 
     @property
+    def weight_column(self) -> str | None:
+        """The key of the per-example weight feature, or None."""
+        return self._weight_column
+
+    @property
     def loss_reduction(self) -> str:
         """The :class:`canned.head.Reduction` of the training loss."""
         return self._loss_reduction
