@@ -5,12 +5,10 @@ same constructor checks, ``steps`` relative and ``max_steps`` absolute across ca
 resuming from the latest checkpoint on every call, the default hooks, evaluation's
 ``loss`` as the mean of per-batch losses. Where TF hurt, this does better:
 
-* ``evaluate()``/``predict()`` do not rebuild anything on repeated calls: each mode's step
-  is traced and compiled once per input signature and kept; variables read from a
-  checkpoint are kept while that checkpoint stays the latest.
-* a step whose loss is NaN/inf is never applied (TF writes NaN into the variables).
-* metrics are accumulated on the device; one transfer at the end of ``evaluate()``.
-"""
+* repeated calls rebuild nothing: each mode's step is compiled once per input signature;
+  variables read from a checkpoint are kept while it stays the latest.
+* no step from a NaN/inf loss on is applied (TF writes NaN into the variables); metrics
+  accumulate on the device, one transfer at the end of ``evaluate()``."""
 
 from __future__ import annotations
 
@@ -29,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from estimator import checkpoint as ckpt
+from estimator import compilation_cache
 from estimator import hooks as hooks_lib
 from estimator import progress as progress_lib
 from estimator.default_hooks import default_training_hooks
@@ -58,6 +57,12 @@ from estimator.warm_starting import as_warm_start_settings
 __all__ = ["Estimator"]
 
 logger = logging.getLogger("estimator")
+
+
+def _finalize(acc: dict) -> tuple[dict, jax.Array]:
+    """Metric values and the mean batch loss from an evaluation's accumulator."""
+    metrics = {k: m.compute() for k, m in acc["metrics"].items()}
+    return metrics, acc["loss_sum"] / jnp.maximum(acc["batches"], 1)
 
 
 def _check_hooks_type(hooks) -> list:
@@ -124,6 +129,7 @@ class Estimator:
         input_transform=None,
     ) -> None:
         self._config = config_with_model_dir(config, model_dir)
+        compilation_cache.enable(self._config.compilation_cache_dir)  # before any compile
         if not model_fn:
             raise ValueError("model_fn must be provided to Estimator.")
         verify_model_fn_args(model_fn, params)
@@ -138,12 +144,7 @@ class Estimator:
         self._model = ModelFunction(model_fn, self._params, self._config, seed)
         self._compilers: dict[str, StepCompiler] = {}
         self._checkpointer: ckpt.Checkpointer | None = None
-        self._finalize = jax.jit(
-            lambda acc: (
-                {k: m.compute() for k, m in acc["metrics"].items()},
-                acc["loss_sum"] / jnp.maximum(acc["batches"], 1),
-            )
-        )
+        self._finalize = jax.jit(_finalize)
         mesh = self._config.mesh
         self._state_sharding = (
             None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
@@ -189,8 +190,7 @@ class Estimator:
         return ckpt.latest_checkpoint(self.model_dir)
 
     def _require_checkpoint(self) -> str:
-        latest = self.latest_checkpoint()
-        if not latest:
+        if not (latest := self.latest_checkpoint()):
             raise ValueError(f"Could not find trained model in model_dir: {self.model_dir}.")
         return latest
 

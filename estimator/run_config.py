@@ -20,6 +20,7 @@ from typing import Any
 
 import jax
 
+from estimator import compilation_cache
 from estimator.inputs import fn_args
 
 __all__ = ["RunConfig", "TaskType"]
@@ -53,6 +54,7 @@ _EXTRA_REPLACEABLE = [
     "mesh",
     "steps_per_execution",
     "save_checkpoint_on_preemption",
+    "compilation_cache_dir",
 ]
 
 _SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
@@ -258,6 +260,10 @@ class RunConfig:
         the current step, save a checkpoint of it and raise ``SystemExit(143)`` (see
         ``estimator.interrupt``). False keeps TF's behaviour: SIGTERM ends the process at
         once and the steps since the last checkpoint are lost.
+      compilation_cache_dir: keyword-only; where JAX keeps compiled programs across
+        processes (``estimator.compilation_cache``): by default
+        ``$JAX_ESTIMATOR_CACHE_DIR`` or ``~/.cache/jax-estimator/xla``; None turns it off.
+        Ignored when the process has set JAX's cache directory itself.
 
     Raises:
       ValueError: TF's messages for invalid values (e.g. "save_summary_steps should be >=
@@ -288,6 +294,7 @@ class RunConfig:
         mesh: jax.sharding.Mesh | None = None,
         steps_per_execution: int = 32,
         save_checkpoint_on_preemption: bool = True,
+        compilation_cache_dir: str | None = _USE_DEFAULT,
     ) -> None:
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, 600
@@ -327,6 +334,9 @@ class RunConfig:
             mesh=mesh,
             steps_per_execution=steps_per_execution,
             save_checkpoint_on_preemption=bool(save_checkpoint_on_preemption),
+            compilation_cache_dir=compilation_cache.default_dir()
+            if compilation_cache_dir is _USE_DEFAULT
+            else compilation_cache_dir,
         )
         for key, value in values.items():
             object.__setattr__(self, "_" + key, value)
@@ -482,6 +492,7 @@ class RunConfig:
     mesh = property(lambda self: self._mesh)
     steps_per_execution = property(lambda self: self._steps_per_execution)
     save_checkpoint_on_preemption = property(lambda self: self._save_checkpoint_on_preemption)
+    compilation_cache_dir = property(lambda self: self._compilation_cache_dir)
     cluster_spec = property(lambda self: self._cluster_spec)
     task_type = property(lambda self: self._task_type)
     task_id = property(lambda self: self._task_id)

@@ -85,9 +85,12 @@ class StateSource:
                 return cached._replace(opt_state=None)
             if cached.opt_state is not None:
                 # The train step donates (consumes) its state; evaluate()/predict() may still
-                # hold these arrays (a predict generator runs lazily): hand over a copy.
+                # hold these arrays (a predict generator runs lazily): hand over a copy, made
+                # by a transfer rather than a jitted copy (which would compile per shape).
                 self._cache = None
-                return jax.tree.map(jnp.copy, cached)
+                return jax.tree.map(
+                    lambda x: jax.device_put(x, x.sharding, may_alias=False), cached
+                )
         if path is None:
             state = compiler.init_state(batch[0], labels)
             if self.warm_start_from is not None:
