@@ -172,6 +172,24 @@ def test_string_table_stops_growing_at_max_size():
     assert calls == [["aa", "b"], ["ccc"], ["ccc"]]
 
 
+def test_string_table_merges_new_strings_rarely():
+    # Issue 10: a stream of new strings must not re-sort the whole table per batch. 50
+    # batches of 100 new strings: each string computed once, right values, and the sorted
+    # arrays rebuilt a handful of times (at 1024, 2048, 3072, 4608 strings), not 50.
+    calls = []
+    table = StringTable(lambda s: calls.append(s) or [len(v) for v in s], np.int64)
+    states = []  # the sorted key arrays seen (kept alive, so identity is meaningful)
+    for i in range(50):
+        batch = np.array([f"{i}-{j}" + "x" * (j % 3) for j in range(100)])
+        assert table(batch).tolist() == [len(v) for v in batch.tolist()]
+        assert table(batch[:10]).tolist() == [len(v) for v in batch[:10].tolist()]
+        if not any(table._state[0] is seen for seen in states):
+            states.append(table._state[0])
+    computed = [v for call in calls for v in call]
+    assert len(computed) == len(set(computed)) == 5000
+    assert len(states) <= 6, len(states)
+
+
 def test_vocabulary_list_default_value_and_ints():
     op = pp.VocabularyList("s", ("a", "b"), default_value=7)
     assert _ids(op, {"s": np.array(["b", "q", ""])}) == [[1], [7], [-1]]
