@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from estimator.event_files import writer_for
 from estimator.session_run_hook import SessionRunArgs, SessionRunHook
 
 __all__ = [
@@ -343,8 +344,6 @@ class StepCounterHook(SessionRunHook):
 
     def begin(self) -> None:
         if self._summary_writer is None and self._output_dir is not None:
-            from estimator.summary import writer_for  # summary imports this module
-
             self._summary_writer = writer_for(self._output_dir)
 
     def after_create_session(self, session, coord) -> None:

@@ -17,17 +17,15 @@ same variables. TF labels the same values one step later (its first point is at 
 
 from __future__ import annotations
 
-import functools
-import itertools
 import json
 import logging
 import os
-import threading
 import time
 
 import jax.numpy as jnp
 import numpy as np
 
+from estimator.event_files import FLUSH_SECS, add_text, writer_for
 from estimator.hooks import LOSS, SecondOrStepTimer
 from estimator.mode_keys import ModeKeys
 from estimator.session_run_hook import SessionRunArgs, SessionRunHook
@@ -41,10 +39,6 @@ SCALAR = "scalar"
 HISTOGRAM = "histogram"
 TEXT = "text"
 _KINDS: dict[str, str] = {}  # summary name -> kind (names are static, kinds too)
-
-FLUSH_SECS = 120  # seconds between event-file flushes (tf.compat.v1.summary.FileWriter)
-_WRITERS: dict[str, EventWriter] = {}
-_LOCK = threading.Lock()
 
 
 def _record(kind: str, name: str, value) -> None:
@@ -109,116 +103,6 @@ def text(name: str, data: str | bytes) -> None:
             "or record numbers with summary.scalar."
         )
     _record(TEXT, name, np.frombuffer(data.encode("utf-8"), np.uint8))
-
-
-@functools.cache
-def _tf_bins() -> list[float]:
-    """TF's default histogram bucket edges (as tensorboardX's ``default_bins``)."""
-    edges, v = [], 1e-12
-    while v < 1e20:
-        edges.append(v)
-        v *= 1.1
-    return [-e for e in reversed(edges)] + [0.0] + edges
-
-
-# NumPy dtype -> TF DataType enum (tensorflow/core/framework/types.proto).
-_TF_DTYPES = {"float32": 1, "float64": 2, "int32": 3, "int64": 9, "bool": 10, "float16": 19}
-
-
-class EventWriter:
-    """Writes TensorBoard event files synchronously, with tensorboardX's record writer and
-    summary protos (the ``tf.compat.v1.summary.FileWriter`` calls the hooks use).
-
-    tensorboardX's ``SummaryWriter`` writes from a background thread whose ``flush()`` does
-    not wait for queued events, so a file read right after ``train()`` could miss the last
-    ones; this writes each event before returning. Each writer has its own file,
-    ``events.out.tfevents.<time>.<host>.<pid>.<n>`` (two writers never share a name).
-
-    Args:
-      logdir: the directory (created if missing).
-    """
-
-    _count = itertools.count()
-
-    def __init__(self, logdir: str) -> None:
-        from tensorboardX.event_file_writer import EventsWriter
-
-        os.makedirs(logdir, exist_ok=True)
-        self.logdir = logdir
-        suffix = f".{os.getpid()}.{next(self._count)}"
-        self._writer = EventsWriter(os.path.join(logdir, "events"), suffix)
-
-    def _add(self, summary, step: int) -> None:
-        from tensorboardX.proto.event_pb2 import Event
-
-        self._writer.write_event(Event(summary=summary, wall_time=time.time(), step=int(step)))
-
-    def add_scalar(self, tag: str, value, step: int) -> None:
-        """A scalar (``float(value)``) at ``step``."""
-        from tensorboardX import summary as proto
-
-        self._add(proto.scalar(tag, float(value)), step)
-
-    def add_tensor(self, tag: str, value, step: int) -> None:
-        """An array as a tensor summary (TF's ``_write_dict_to_summary`` for ``np.ndarray``
-        eval results: ``tensor`` set, ``node_name`` = tag; TensorBoard shows it only with
-        a plugin, as TF logs)."""
-        from tensorboardX.proto.summary_pb2 import Summary
-        from tensorboardX.proto.tensor_pb2 import TensorProto
-        from tensorboardX.proto.tensor_shape_pb2 import TensorShapeProto
-
-        array = np.ascontiguousarray(value)
-        dtype = _TF_DTYPES.get(array.dtype.name)
-        if dtype is None:
-            logger.warning("Skipping summary for %s: dtype %s has no TF type.", tag, array.dtype)
-            return
-        tensor = TensorProto(
-            dtype=dtype,
-            tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=d) for d in array.shape]),
-            tensor_content=array.astype(array.dtype.newbyteorder("<")).tobytes(),
-        )
-        self._add(Summary(value=[Summary.Value(tag=tag, node_name=tag, tensor=tensor)]), step)
-
-    def add_histogram(self, tag: str, values, step: int, bins="tensorflow") -> None:
-        """A histogram of ``values`` (any shape); ``"tensorflow"`` bins as TF's summaries
-        (edges ±1e-12·1.1^k up to 1e20, and 0), else NumPy's ``bins``."""
-        from tensorboardX import summary as proto
-
-        if isinstance(bins, str) and bins == "tensorflow":
-            bins = _tf_bins()
-        self._add(proto.histogram(tag, np.asarray(values, np.float64), bins), step)
-
-    def add_text(self, tag: str, text: str, step: int) -> None:
-        """A text summary under ``tag`` (TF's tag; tensorboardX's own ``add_text`` appends
-        ``/text_summary``)."""
-        from tensorboardX import summary as proto
-
-        summary = proto.text(tag, text)
-        summary.value[0].tag = tag
-        self._add(summary, step)
-
-    def flush(self) -> None:
-        self._writer.flush()
-
-    def close(self) -> None:
-        self._writer.close()
-
-
-def writer_for(logdir: str) -> EventWriter:
-    """The process's :class:`EventWriter` for ``logdir`` (TF's ``FileWriterCache``)."""
-    logdir = os.fspath(logdir)
-    with _LOCK:
-        writer = _WRITERS.get(logdir)
-        if writer is None:
-            writer = EventWriter(logdir)
-            _WRITERS[logdir] = writer
-        return writer
-
-
-def add_text(writer, tag: str, value: str, step: int) -> None:
-    """Writes a text summary with ``writer`` (an :class:`EventWriter`, or any writer with
-    ``add_text``, e.g. a tensorboardX ``SummaryWriter`` given to a hook)."""
-    writer.add_text(tag, value, step)
 
 
 def _write(writer, values: dict, step: int) -> None:
