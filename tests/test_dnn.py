@@ -68,8 +68,9 @@ def init_values(shapes, seed=0):
     }
 
 
-def init_checkpoint(path, shapes) -> str:
-    values = {k: jnp.asarray(v) for k, v in init_values(shapes).items()}
+def init_checkpoint(path, shapes, scale=None) -> str:
+    """A checkpoint of ``init_values(shapes)`` (times ``scale[name]`` where given)."""
+    values = {k: jnp.asarray(v) * (scale or {}).get(k, 1) for k, v in init_values(shapes).items()}
     state = TrainState(values, {}, None, jnp.zeros((), jnp.int32), jnp.full((), -1, jnp.int32))
     saver = est.Checkpointer(str(path))
     saver.save(0, state, with_opt_state=False)
@@ -289,3 +290,37 @@ def test_train_op_by_scope_routes_variables(tmp_path):
     assert model.get_variable_value("c") == 0.0
     with pytest.raises(TypeError, match="must be an optax.GradientTransformation"):
         est.train_op_by_scope({"one": "sgd"})
+
+
+def test_embedding_combiners_and_max_norm_match_tf(tmp_path):
+    # Two ids per example (some missing), embedding rows scaled x4 so that max_norm=0.7
+    # clips them; 5 steps of the default DNN. From TF 2.15.1 (same warm-start procedure):
+    # eval loss per combiner and the embedding table after training.
+    tf_results = {
+        "mean": (0.6756476163864136, [[1.7402974, 1.2634035], [-1.9890596, 1.429598],
+                                      [-1.8656684, 0.9185994]]),
+        "sqrtn": (0.669435977935791, [[1.740301, 1.2633988], [-1.9890602, 1.4295974],
+                                      [-1.8656726, 0.9185911]]),
+        "sum": (0.6604430675506592, [[1.7403194, 1.2633734], [-1.9890602, 1.4295974],
+                                     [-1.8656785, 0.9185798]]),
+    }  # fmt: skip
+    ids = np.array(
+        [["a", "b"], ["b", ""], ["c", "a"], ["a", "a"], ["b", "c"], ["", ""], ["c", "c"],
+         ["a", "c"]],
+        object,
+    )  # fmt: skip
+    shapes = {
+        "dnn/hiddenlayer_0/kernel": (2, 3),
+        "dnn/hiddenlayer_0/bias": (3,),
+        "dnn/logits/kernel": (3, 1),
+        "dnn/logits/bias": (1,),
+        EMBEDDING: (3, 2),
+    }
+    init = init_checkpoint(tmp_path / "init", shapes, scale={EMBEDDING: 4})
+    for combiner, (tf_loss, tf_table) in tf_results.items():
+        column = fc.embedding_column(CAT, 2, combiner=combiner, max_norm=0.7)
+        model = canned.DNNClassifier([3], [column], str(tmp_path / combiner), warm_start_from=init)
+        model.train(lambda: ({"c": ids}, Y), steps=5)
+        loss = model.evaluate(lambda: ({"c": ids}, Y), steps=1)["loss"]
+        assert abs(loss - tf_loss) < 1e-6, (combiner, loss, tf_loss)
+        np.testing.assert_allclose(model.get_variable_value(EMBEDDING), tf_table, atol=1e-6)
