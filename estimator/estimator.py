@@ -23,13 +23,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import compilation_cache
 from estimator import hooks as hooks_lib
 from estimator import progress as progress_lib
+from estimator._arguments import check_hooks, check_listeners
+from estimator._eval_results import finalize, host_value
 from estimator.default_hooks import default_training_hooks
 from estimator.driver import ModelFunction, StepCompiler, TrainState, verify_model_fn_args
 from estimator.export import _writer
@@ -57,37 +58,6 @@ from estimator.warm_starting import as_warm_start_settings
 __all__ = ["Estimator"]
 
 logger = logging.getLogger("estimator")
-
-
-def _finalize(acc: dict) -> tuple[dict, jax.Array]:
-    """Metric values and the mean batch loss from an evaluation's accumulator."""
-    metrics = {k: m.compute() for k, m in acc["metrics"].items()}
-    return metrics, acc["loss_sum"] / jnp.maximum(acc["batches"], 1)
-
-
-def _check_hooks_type(hooks) -> list:
-    hooks = list(hooks or [])
-    for hook in hooks:
-        if not isinstance(hook, SessionRunHook):
-            raise TypeError(f"Hooks must be a SessionRunHook, given: {hook}")
-    return hooks
-
-
-def _check_listeners_type(listeners) -> list:
-    listeners = list(listeners or [])
-    for listener in listeners:
-        if not isinstance(listener, hooks_lib.CheckpointSaverListener):
-            raise TypeError(
-                f"saving_listeners must be a list of CheckpointSaverListener, given: {listener}"
-            )
-    return listeners
-
-
-def _host_value(x):
-    value = np.asarray(x)
-    if value.shape == ():
-        return value.item()
-    return value
 
 
 class Estimator:
@@ -144,7 +114,7 @@ class Estimator:
         self._model = ModelFunction(model_fn, self._params, self._config, seed)
         self._compilers: dict[str, StepCompiler] = {}
         self._checkpointer: ckpt.Checkpointer | None = None
-        self._finalize = jax.jit(_finalize)
+        self._finalize = jax.jit(finalize)
         mesh = self._config.mesh
         self._state_sharding = (
             None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
@@ -301,8 +271,8 @@ class Estimator:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
         if max_steps is not None and max_steps <= 0:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
-        hooks = _check_hooks_type(hooks)
-        saving_listeners = _check_listeners_type(saving_listeners)
+        hooks = check_hooks(hooks)
+        saving_listeners = check_listeners(saving_listeners)
         with ModelDirLock(self.model_dir) if self._config.is_chief else contextlib.nullcontext():
             self._train_locked(input_fn, hooks, steps, max_steps, saving_listeners)
         return self
@@ -407,7 +377,7 @@ class Estimator:
         """
         if steps is not None and steps <= 0:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
-        hooks = _check_hooks_type(hooks)
+        hooks = check_hooks(hooks)
         progress = progress_lib.default_hook(hooks, num_steps=steps)
         if progress is not None:
             hooks.append(progress)
@@ -444,7 +414,7 @@ class Estimator:
         guard.raise_if_received()
         runner.flush()
         metrics, loss = jax.device_get(self._finalize(runner.accumulator))
-        results = {k: _host_value(v) for k, v in metrics.items()}
+        results = {k: host_value(v) for k, v in metrics.items()}
         results["loss"] = float(loss)
         results["global_step"] = int(session.global_step)
         logger.info("Inference Time : %.5fs", time.time() - start)
@@ -486,7 +456,7 @@ class Estimator:
           ValueError: TF's messages for unknown predict_keys, predict_keys with non-dict
             predictions, or predictions whose batch lengths differ.
         """
-        hooks = _check_hooks_type(hooks)
+        hooks = check_hooks(hooks)
         progress = progress_lib.default_hook(hooks)
         if progress is not None:
             hooks.append(progress)
@@ -562,6 +532,27 @@ class Estimator:
             as_text=as_text,
             checkpoint_path=checkpoint_path,
             platforms=platforms,
+        )
+
+    def export_savedmodel(
+        self,
+        export_dir_base,
+        serving_input_receiver_fn,
+        assets_extra=None,
+        as_text: bool = False,
+        checkpoint_path=None,
+        strip_default_attrs: bool = False,
+    ) -> bytes:
+        """TF's deprecated name of :meth:`export_saved_model` (``strip_default_attrs``:
+        TF graph attributes, meaningless here). Logs TF's deprecation message."""
+        del strip_default_attrs
+        logger.warning(
+            "Estimator.export_savedmodel is deprecated and will be removed in a future "
+            "version.\nInstructions for updating:\nThis function has been renamed, use "
+            "`export_saved_model` instead."
+        )
+        return self.export_saved_model(
+            export_dir_base, serving_input_receiver_fn, assets_extra, as_text, checkpoint_path
         )
 
     def experimental_export_all_saved_models(

@@ -20,6 +20,7 @@ __all__ = [
     "PredictOutput",
     "ClassificationOutput",
     "RegressionOutput",
+    "EvalOutput",
     "DEFAULT_SERVING_SIGNATURE_DEF_KEY",
 ]
 
@@ -27,6 +28,7 @@ DEFAULT_SERVING_SIGNATURE_DEF_KEY = "serving_default"
 CLASSIFY_METHOD = "tensorflow/serving/classify"
 REGRESS_METHOD = "tensorflow/serving/regress"
 PREDICT_METHOD = "tensorflow/serving/predict"
+EVAL_METHOD = "tensorflow/supervised/eval"
 
 
 def is_array(x) -> bool:
@@ -140,6 +142,38 @@ class RegressionOutput(ExportOutput):
     @property
     def outputs(self) -> dict:
         return {"outputs": self.value}
+
+
+class EvalOutput(ExportOutput):
+    """The outputs of an evaluation signature (``tf.estimator.export.EvalOutput``):
+    ``loss``, ``predictions`` (or ``predictions/<key>`` for a dict) and
+    ``metrics/<name>/value`` for each metric, TF's key scheme.
+
+    Args:
+      loss: the loss, a scalar array, or None.
+      predictions: an array or ``{key: array}``, or None.
+      metrics: ``{name: metric}`` (``estimator.metrics`` objects: their value is
+        ``compute()``), or None. TF also exports each metric's ``update_op``; a metric
+        here is a value, merged by the caller, so there is none.
+    """
+
+    method_name = EVAL_METHOD
+
+    def __init__(self, loss=None, predictions=None, metrics=None):
+        self.loss = loss
+        self.predictions = predictions
+        self.metrics = dict(metrics or {})
+
+    @property
+    def outputs(self) -> dict:
+        out = {} if self.loss is None else {"loss": self.loss}
+        if isinstance(self.predictions, dict):
+            out.update({f"predictions/{k}": v for k, v in self.predictions.items()})
+        elif self.predictions is not None:
+            out["predictions"] = self.predictions
+        for name, metric in self.metrics.items():
+            out[f"metrics/{name}/value"] = metric.compute()
+        return out
 
 
 def get_export_outputs(export_outputs, predictions) -> dict:

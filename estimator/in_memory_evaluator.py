@@ -60,7 +60,8 @@ class InMemoryEvaluatorHook(SessionRunHook):
         name: str | None = None,
         every_n_iter: int = 100,
     ) -> None:
-        from estimator.estimator import Estimator, _check_hooks_type
+        from estimator._arguments import check_hooks
+        from estimator.estimator import Estimator
 
         if not isinstance(estimator, Estimator):
             raise TypeError(
@@ -78,7 +79,7 @@ class InMemoryEvaluatorHook(SessionRunHook):
         self._steps = steps
         self._name = name
         self._every_n_iter = every_n_iter
-        self._hooks = _check_hooks_type(hooks)
+        self._hooks = check_hooks(hooks)
         self.eval_dir = estimator.eval_dir(name)
         self.eval_result: dict[str, Any] | None = None
         self._iter_count = 0

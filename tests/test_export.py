@@ -677,3 +677,12 @@ def test_warm_start_is_skipped_when_model_dir_has_a_checkpoint(exported, tmp_pat
     np.testing.assert_array_equal(again.get_variable_value("logits/kernel"), own)
     saved = est.export.load(exported[1]).variables["trainable"]["logits/kernel"]
     assert not np.allclose(own, saved)
+
+
+def test_export_savedmodel_is_tfs_deprecated_alias(trained, tmp_path, caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="estimator"):
+        path = trained.export_savedmodel(str(tmp_path), raw_receiver())
+    assert "use `export_saved_model` instead" in caplog.text
+    assert est.export.load(path).global_step == 3

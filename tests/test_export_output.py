@@ -160,3 +160,16 @@ def test_outputs_is_a_dict_property_as_tf():
     # TF 2.15: PredictOutput(...).outputs is a dict (a property), not a method.
     assert isinstance(est.PredictOutput({"a": SCORES}).outputs, dict)
     assert isinstance(type(est.PredictOutput({"a": SCORES})).outputs, property)
+
+
+def test_eval_output_keys_as_tf():
+    # TF 2.15's EvalOutput: 'loss', 'predictions/<key>' (or 'predictions'),
+    # 'metrics/<name>/value'; method tensorflow/supervised/eval.
+    metric = est.metrics.mean(jnp.array([1.0, 3.0]))
+    out = est.export.EvalOutput(
+        loss=jnp.float32(0.5), predictions={"p": SCORES}, metrics={"m": metric}
+    )
+    assert est.export.EvalOutput.method_name == "tensorflow/supervised/eval"
+    assert sorted(out.outputs) == ["loss", "metrics/m/value", "predictions/p"]
+    assert float(out.outputs["metrics/m/value"]) == 2.0  # (1 + 3) / 2
+    assert sorted(est.export.EvalOutput(predictions=SCORES).outputs) == ["predictions"]

@@ -54,6 +54,7 @@ from estimator.export._receivers import (
     build_raw_supervised_input_receiver_fn as build_raw_supervised_input_receiver_fn,
 )
 from estimator.export_output import ClassificationOutput as ClassificationOutput
+from estimator.export_output import EvalOutput as EvalOutput
 from estimator.export_output import ExportOutput as ExportOutput
 from estimator.export_output import PredictOutput as PredictOutput
 from estimator.export_output import RegressionOutput as RegressionOutput
@@ -73,4 +74,5 @@ __all__ = [
     "PredictOutput",
     "ClassificationOutput",
     "RegressionOutput",
+    "EvalOutput",
 ]

@@ -34,6 +34,7 @@ from estimator.export._receivers import (
     SupervisedInputReceiver,
     TensorServingInputReceiver,
 )
+from estimator.export_output import EvalOutput
 from estimator.mode_keys import ModeKeys
 from estimator.strings import IndexToString
 from estimator.variables import APPLY, Frame
@@ -217,15 +218,8 @@ def _outputs_for(mode: str, spec) -> dict[str, dict]:
     """``{signature_key: {output_name: array}}`` of a traced spec, by TF's rules."""
     if mode == ModeKeys.PREDICT:
         return {key: out.outputs for key, out in spec.export_outputs.items()}
-    outputs = {"loss": spec.loss}
-    predictions = spec.predictions
-    if isinstance(predictions, dict):
-        outputs.update({f"predictions/{k}": v for k, v in predictions.items()})
-    elif predictions is not None:
-        outputs["predictions"] = predictions
-    if mode == ModeKeys.EVAL:
-        for name, metric in spec.eval_metric_ops.items():
-            outputs[f"metrics/{name}/value"] = metric.compute()
+    metrics = spec.eval_metric_ops if mode == ModeKeys.EVAL else None
+    outputs = EvalOutput(spec.loss, spec.predictions, metrics).outputs
     return {_SUPERVISED_KEYS[mode]: outputs}
 
 
