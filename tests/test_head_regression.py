@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import canned
 import estimator as est
 from canned import head as head_lib
 
@@ -162,3 +163,46 @@ def test_export_outputs_and_spec_under_jit():
     loss, m = eval_step(LOGITS, LABELS)
     np.testing.assert_allclose(loss, 1.25, rtol=1e-6)
     assert set(m) == {"average_loss", "label/mean", "prediction/mean"}
+
+
+def test_poisson_and_logistic_regression_heads_match_tf():
+    # From TF 2.15.1: tf.estimator.PoissonRegressionHead(compute_full_loss=...).loss and
+    # LogisticRegressionHead().loss on these labels and logits (sum_over_batch_size), and
+    # their predictions (exp / sigmoid of the logits).
+    labels = jnp.array([[1.0], [3.0], [0.0], [2.5]])
+    logits = jnp.array([[0.5], [1.0], [-0.3], [0.9]])
+    full = canned.head.PoissonRegressionHead()
+    partial = canned.head.PoissonRegressionHead(compute_full_loss=False)
+    assert abs(float(full.loss(labels, logits, features={})) - 1.1873291730880737) < 1e-6
+    assert abs(float(partial.loss(labels, logits, features={})) - 0.4543560743331909) < 1e-6
+    np.testing.assert_allclose(
+        full.predictions(logits)["predictions"].ravel(),
+        [1.6487212181091309, 2.7182817459106445, 0.740818202495575, 2.4596030712127686],
+        rtol=1e-6,
+    )
+    logistic = canned.head.LogisticRegressionHead()
+    labels = jnp.array([[0.0], [1.0], [0.3], [1.0]])
+    logits = jnp.array([[0.5], [-1.0], [2.0], [0.1]])
+    assert abs(float(logistic.loss(labels, logits, features={})) - 1.1146658658981323) < 1e-6
+    np.testing.assert_allclose(
+        logistic.predictions(logits)["predictions"].ravel(),
+        [0.622459352016449, 0.2689414322376251, 0.8807970881462097, 0.5249791741371155],
+        rtol=1e-6,
+    )
+    # TF's check and message, for 1.5 and for -0.5.
+    for bad in (1.5, -0.5):
+        with pytest.raises(ValueError, match=r"^Labels must be in range \[0, 1\]$"):
+            logistic.prepare_labels(np.array([[bad]], np.float32))
+
+
+def test_poisson_head_trains_a_linear_estimator(tmp_path):
+    # Counts y ~ exp(x): the learned log-rate weight moves toward 1 from 0.
+    x = np.linspace(-1, 1, 64).astype(np.float32)[:, None]
+    y = np.round(np.exp(x)).astype(np.float32)
+    model = canned.LinearEstimator(
+        canned.head.PoissonRegressionHead(),
+        [canned.feature_column.numeric_column("x")],
+        str(tmp_path),
+    )
+    model.train(lambda: ({"x": x}, y), steps=50)
+    assert 0.3 < float(model.get_variable_value("linear/linear_model/x/weights")[0, 0]) < 1.5

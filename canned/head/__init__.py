@@ -25,6 +25,8 @@ Keys users see are in :mod:`canned.head.keys` (``PredictionKeys``, ``MetricKeys`
 from canned.head._base import Head as Head
 from canned.head._binary import BinaryClassHead as BinaryClassHead
 from canned.head._multi_class import MultiClassHead as MultiClassHead
+from canned.head._regression import LogisticRegressionHead as LogisticRegressionHead
+from canned.head._regression import PoissonRegressionHead as PoissonRegressionHead
 from canned.head._regression import RegressionHead as RegressionHead
 from canned.head.keys import CLASSIFY_SERVING_KEY as CLASSIFY_SERVING_KEY
 from canned.head.keys import DEFAULT_SERVING_KEY as DEFAULT_SERVING_KEY
@@ -39,6 +41,8 @@ __all__ = [
     "BinaryClassHead",
     "MultiClassHead",
     "RegressionHead",
+    "PoissonRegressionHead",
+    "LogisticRegressionHead",
     "MetricKeys",
     "PredictionKeys",
     "Reduction",

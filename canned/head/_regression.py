@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -23,7 +24,12 @@ from canned.head.keys import (
 from estimator import metrics
 from estimator.export_output import PredictOutput, RegressionOutput
 
-__all__ = ["RegressionHead"]
+__all__ = [
+    "LogisticRegressionHead",
+    "PoissonRegressionHead",
+    "RegressionHead",
+    "log_poisson_loss",
+]
 
 _KEYS = PredictionKeys
 
@@ -182,3 +188,88 @@ class RegressionHead(_base.Head):
             REGRESS_SERVING_KEY: regression,
             PREDICT_SERVING_KEY: PredictOutput(predictions),
         }
+
+
+def log_poisson_loss(targets: jax.Array, log_input: jax.Array, compute_full_loss: bool = False):
+    """``tf.nn.log_poisson_loss``: ``exp(c) - z * c`` per element for targets ``z`` and
+    log-rates ``c``; with ``compute_full_loss``, plus Stirling's approximation of
+    ``log(z!)``, ``z log z - z + 0.5 log(2 pi z)``, where ``z > 1`` (0 for ``0 <= z <= 1``).
+    """
+    result = jnp.exp(log_input) - log_input * targets
+    if compute_full_loss:
+        safe = jnp.where(targets > 1, targets, 1.0)  # no log(0) even in the unused branch
+        stirling = safe * jnp.log(safe) - safe + 0.5 * jnp.log(2 * math.pi * safe)
+        result = result + jnp.where((targets >= 0) & (targets <= 1), 0.0, stirling)
+    return result
+
+
+class PoissonRegressionHead(RegressionHead):
+    """Regression of counts with the Poisson loss (``tf.estimator.PoissonRegressionHead``).
+
+    The logits are log-rates: ``predictions = exp(logits)``; the loss is
+    :func:`log_poisson_loss` of the labels (counts >= 0) and the logits.
+
+    Args:
+      label_dimension, weight_column, loss_reduction, name: as :class:`RegressionHead`.
+      compute_full_loss: add the constant ``log(z!)`` term (Stirling), as TF's default.
+    """
+
+    def __init__(
+        self,
+        label_dimension: int = 1,
+        weight_column: str | None = None,
+        loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
+        compute_full_loss: bool = True,
+        name: str | None = None,
+    ) -> None:
+        self._compute_full_loss = compute_full_loss
+        super().__init__(
+            label_dimension,
+            weight_column,
+            loss_reduction,
+            loss_fn=self._poisson_loss,
+            inverse_link_fn=jnp.exp,
+            name=name,
+        )
+
+    def _poisson_loss(self, labels, logits):
+        return log_poisson_loss(labels, logits, self._compute_full_loss)
+
+
+class LogisticRegressionHead(RegressionHead):
+    """Regression of a probability with the logistic loss
+    (``tf.estimator.LogisticRegressionHead``): labels in ``[0, 1]``, sigmoid cross-entropy
+    on the logits, ``predictions = sigmoid(logits)``, regression metrics and exports.
+
+    Args:
+      weight_column, loss_reduction, name: as :class:`RegressionHead`.
+
+    Raises:
+      ValueError: "Labels must be in range [0, 1]" (TF's message) for other labels,
+        checked on the host.
+    """
+
+    def __init__(
+        self,
+        weight_column: str | None = None,
+        loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            1,
+            weight_column,
+            loss_reduction,
+            loss_fn=self._logistic_loss,
+            inverse_link_fn=jax.nn.sigmoid,
+            name=name,
+        )
+
+    def prepare_labels(self, labels: ArrayLike) -> np.ndarray:
+        out = super().prepare_labels(labels)
+        if out.size and (out.min() < 0 or out.max() > 1):
+            raise ValueError("Labels must be in range [0, 1]")
+        return out
+
+    def _logistic_loss(self, labels, logits):
+        # tf.nn.sigmoid_cross_entropy_with_logits: max(x, 0) - x * z + log(1 + exp(-|x|)).
+        return jnp.maximum(logits, 0) - logits * labels + jnp.log1p(jnp.exp(-jnp.abs(logits)))
