@@ -221,3 +221,16 @@ def test_optimizer_none_is_ftrl_at_tfs_rate(tmp_path):
         clf.train(one_batch(features, labels), steps=1)
         weights.append(clf.get_variable_value("linear/linear_model/x0/weights")[0, 0])
     assert weights[0] / weights[1] == pytest.approx((1 / 6) / 0.2, rel=1e-5)
+
+
+def test_ctr_example_learns_from_million_bucket_columns(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ctr", os.path.join(ROOT, "examples", "ctr.py"))
+    ctr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ctr)
+    results = ctr.main(["--rows", "40000", "--model-dir", str(tmp_path)])
+    # Measured: AUC 0.71 with 300k rows; with 40k rows the hidden effects are learned less
+    # well, but clearly better than chance.
+    assert results["auc"] > 0.6
+    assert os.path.isdir(os.path.join(str(tmp_path), "export"))
