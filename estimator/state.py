@@ -39,21 +39,26 @@ class StateSource:
         self.sharding = sharding
         self.compilers = compilers
         self._cache: tuple[str, TrainState] | None = None
+        self._abstracts: dict = {}  # (mode, batch signature) -> abstract state
 
     def keep(self, path: str, state: TrainState) -> None:
         """Remembers ``state`` as the content of checkpoint ``path``."""
         self._cache = (path, state)
 
     def abstract(self, compiler: StepCompiler, batch) -> TrainState:
-        """The state's shapes and dtypes (with its sharding) for this mode's model."""
-        labels = batch[1] if len(batch) > 1 else None
-        abstract = compiler.abstract_state(batch[0], labels)
-        if self.sharding is not None:
-            abstract = jax.tree.map(
-                lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=self.sharding),
-                abstract,
-            )
-        return abstract
+        """The state's shapes and dtypes (with its sharding) for this mode's model; traced
+        once per mode and batch signature (``model_fn`` is not traced again per call)."""
+        key = (compiler.mode, StepCompiler.signature(batch))
+        if key not in self._abstracts:
+            labels = batch[1] if len(batch) > 1 else None
+            abstract = compiler.abstract_state(batch[0], labels)
+            if self.sharding is not None:
+                abstract = jax.tree.map(
+                    lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=self.sharding),
+                    abstract,
+                )
+            self._abstracts[key] = abstract
+        return self._abstracts[key]
 
     def read(
         self,
