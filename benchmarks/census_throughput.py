@@ -133,7 +133,7 @@ def main() -> None:
         "runs TF's side in the same benchmark run",
     )
     args = parser.parse_args()
-    # A cold persistent compilation cache of this run's own (see estimator.compilation_cache).
+    # A cold persistent compilation cache of its own (see estimator.engine.compilation_cache).
     os.environ["JAX_ESTIMATOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_xla_cache_")
     logging.getLogger("estimator").setLevel(logging.WARNING)
     census = load_census_module()

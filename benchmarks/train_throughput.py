@@ -84,7 +84,7 @@ def estimator_rate(logits_fn, make_tx, x, y, steps: int, repeats: int) -> list[f
 
 
 def hand_written_rate(logits_fn, make_tx, x, y, steps: int, repeats: int) -> list[float]:
-    from estimator.variables import INIT, Frame, transform_context
+    from estimator.model.variables import INIT, Frame, transform_context
 
     frame = Frame(INIT, jax.random.key(0), jnp.zeros((), jnp.int32))
     with transform_context(frame):  # same initial parameters' shapes as the Estimator's

@@ -36,8 +36,10 @@ import time
 import weakref
 from collections.abc import Callable
 
-from estimator.hooks import SecondOrStepTimer
-from estimator.session_run_hook import SessionRunHook
+from estimator.estimator import Estimator
+from estimator.hooks.basic import SecondOrStepTimer
+from estimator.hooks.session_run_hook import SessionRunHook
+from estimator.summary import read_eval_metrics
 
 __all__ = [
     "make_early_stopping_hook",
@@ -173,7 +175,6 @@ def make_early_stopping_hook(
 
 
 def _make_hook(estimator, should_stop_fn, run_every_secs, run_every_steps, eval_dir, clock):
-    from estimator.estimator import Estimator
 
     if not isinstance(estimator, Estimator):
         raise TypeError(f"`estimator` must have type `estimator.Estimator`. Got: {type(estimator)}")
@@ -199,7 +200,6 @@ class _MetricCheck:
         self.warned_metric = False
 
     def __call__(self) -> bool:
-        from estimator.summary import read_eval_metrics
 
         results = read_eval_metrics(self.eval_dir)
         if not results:

@@ -15,44 +15,23 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-import os
 import random
-import signal
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import jax
 import numpy as np
 
 from estimator import checkpoint as ckpt
-from estimator import compilation_cache
-from estimator import hooks as hooks_lib
-from estimator import progress as progress_lib
-from estimator._arguments import check_hooks, check_listeners
-from estimator._eval_results import finalize, host_value
-from estimator.default_hooks import default_training_hooks
-from estimator.driver import ModelFunction, StepCompiler, TrainState, verify_model_fn_args
+from estimator.engine import compilation_cache
+from estimator.engine.model_dir_lock import ModelDirLock
+from estimator.engine.runtime import Runtime
 from estimator.export import _writer
-from estimator.inputs import Prefetcher, batch_pipeline, call_input_fn, placement
-from estimator.interrupt import SignalGuard
+from estimator.hooks import basic as hooks_lib
+from estimator.hooks import progress as progress_lib
+from estimator.hooks.checks import check_hooks, check_listeners
 from estimator.mode_keys import ModeKeys
-from estimator.model_dir_lock import ModelDirLock
+from estimator.model.function import ModelFunction, verify_model_fn_args
 from estimator.run_config import RunConfig, TaskType, config_with_model_dir
-from estimator.session import (
-    EvalRunner,
-    PredictRunner,
-    Session,
-    TrainRunner,
-    examples,
-    extract_keys,
-    loop_steps,
-    run_loop,
-)
-from estimator.session_run_hook import SessionRunHook
-from estimator.state import StateSource
-from estimator.strings import to_host
-from estimator.summary import write_eval_results
 from estimator.warm_starting import as_warm_start_settings
 
 __all__ = ["Estimator"]
@@ -104,27 +83,15 @@ class Estimator:
             raise ValueError("model_fn must be provided to Estimator.")
         verify_model_fn_args(model_fn, params)
         self._params = copy.deepcopy(params or {})
-        self._warm_start_from = as_warm_start_settings(warm_start_from)
-        self._input_transform = input_transform
         seed = self._config.tf_random_seed
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
             logger.info("No tf_random_seed in RunConfig; using seed %d.", seed)
-        self._seed = seed
-        self._model = ModelFunction(model_fn, self._params, self._config, seed)
-        self._compilers: dict[str, StepCompiler] = {}
-        self._checkpointer: ckpt.Checkpointer | None = None
-        self._finalize = jax.jit(finalize)
-        mesh = self._config.mesh
-        self._state_sharding = (
-            None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-        )
-        self._states = StateSource(
-            self._model,
-            self.model_dir,
-            self._warm_start_from,
-            self._state_sharding,
-            self._compilers,
+        self._runtime = Runtime(
+            ModelFunction(model_fn, self._params, self._config, seed),
+            self._config,
+            as_warm_start_settings(warm_start_from),
+            input_transform,
         )
 
     # ----- properties -----------------------------------------------------------------
@@ -144,16 +111,24 @@ class Estimator:
     def model_fn(self) -> Callable:
         """``(features, labels, mode, config) -> EstimatorSpec`` (TF's wrapper; see
         ``ModelFunction.public``)."""
-        return self._model.public()
+        return self._runtime.model.public()
+
+    @property
+    def runtime(self) -> Runtime:
+        """The engine behind this Estimator (``estimator.engine.runtime.Runtime``): its
+        compiled steps, state and checkpointer. Not in TF's API; the export writer,
+        evaluators and ``train_and_evaluate`` use it, and ``runtime.compile_counts()``
+        shows that repeated calls compile nothing."""
+        return self._runtime
 
     @property
     def trace_count(self) -> int:
-        """How many times ``model_fn`` has been traced into a step (all modes)."""
-        return self._model.trace_count
+        """How many times ``model_fn`` has run (each run is a trace, never one per step)."""
+        return self._runtime.model.trace_count
 
     def eval_dir(self, name: str | None = None) -> str:
         """``model_dir/eval`` or ``model_dir/eval_<name>``: where evaluation writes."""
-        return os.path.join(self.model_dir, "eval" if not name else "eval_" + name)
+        return self._runtime.eval_dir(name)
 
     def latest_checkpoint(self) -> str | None:
         """The path of the newest complete checkpoint in ``model_dir``, or None."""
@@ -179,50 +154,6 @@ class Estimator:
           ValueError: no checkpoint, or no such variable (lists the names there are).
         """
         return ckpt.load_variable(self._require_checkpoint(), name)
-
-    # ----- internals --------------------------------------------------------------------
-    def _compiler(self, mode: str) -> StepCompiler:
-        if mode not in self._compilers:
-            self._compilers[mode] = StepCompiler(self._model, mode, self._state_sharding)
-        return self._compilers[mode]
-
-    def _saver(self) -> ckpt.Checkpointer:
-        if self._checkpointer is None:
-            self._checkpointer = ckpt.Checkpointer(
-                self.model_dir,
-                self._config.keep_checkpoint_max,
-                self._config.keep_checkpoint_every_n_hours,
-            )
-        else:
-            # model_dir may have changed since (removed, rolled back, written by another
-            # Estimator): re-list its checkpoints so no save is skipped as "already there".
-            self._checkpointer.reload()
-        return self._checkpointer
-
-    def _prefetcher(self, input_fn, mode: str) -> Prefetcher:
-        return batch_pipeline(
-            call_input_fn(input_fn, mode, self.params, self._config),
-            mode,
-            self._input_transform,
-            placement(self._config.mesh),
-        )
-
-    def _create_session(self, mode: str, runner, state: TrainState, hooks) -> Session:
-        """The session hooks see; calls their ``after_create_session`` (TF's order: after
-        ``begin`` and after the state is created or restored)."""
-        session = Session(
-            mode,
-            self.model_dir,
-            runner,
-            int(state.global_step),
-            runner.compiler.traced.output_names,
-        )
-        for hook in hooks:
-            hook.after_create_session(session, None)
-        return session
-
-    def _resolve_checkpoint(self, checkpoint_path, what: str) -> str | None:
-        return ckpt.resolve(checkpoint_path, self.model_dir, what)
 
     # ----- train ------------------------------------------------------------------------
     def train(
@@ -257,7 +188,7 @@ class Estimator:
           NanLossDuringTrainingError: from the default ``NanTensorHook``.
           ModelDirBusyError: another ``train()`` (in any process) is writing to
             ``model_dir`` (TF lets both run and interleave their checkpoints; see
-            ``estimator.model_dir_lock``).
+            ``estimator.engine.model_dir_lock``).
         """
         if self._config.task_type in (TaskType.EVALUATOR, TaskType.PS):
             raise ValueError(
@@ -289,60 +220,8 @@ class Estimator:
         progress = progress_lib.default_hook(hooks, num_steps=steps, last_step=max_steps)
         if progress is not None:
             hooks.append(progress)
-        loss = self._train_model(input_fn, hooks, saving_listeners, latest)
+        loss = self._runtime.train(input_fn, hooks, saving_listeners, latest)
         logger.info("Loss for final step: %s.", loss)
-
-    def _training_hooks(self, traced, hooks, saving_listeners) -> list[SessionRunHook]:
-        return default_training_hooks(self._config, traced, hooks, saving_listeners, self._saver)
-
-    def _train_model(self, input_fn, hooks, saving_listeners, latest) -> float | None:
-        compiler = self._compiler(ModeKeys.TRAIN)
-        prefetcher = self._prefetcher(input_fn, ModeKeys.TRAIN)
-        try:
-            first = prefetcher.peek()
-        except StopIteration:
-            logger.warning(
-                "Training with estimator made no steps. Perhaps input is empty or misspecified."
-            )
-            return None
-        self._model.check_labels(first[1])
-        abstract = self._states.abstract(compiler, first)
-        compiler.prepare_run(abstract, *first)
-        all_hooks = self._training_hooks(compiler.traced, hooks, saving_listeners)
-        for hook in all_hooks:
-            hook.begin()
-        state = self._states.read(compiler, first, latest, training=True, abstract=abstract)
-        runner = TrainRunner(compiler, state, self._config.steps_per_execution)
-        session = self._create_session(ModeKeys.TRAIN, runner, state, all_hooks)
-        guard = SignalGuard(sigterm=self._config.save_checkpoint_on_preemption)
-        try:
-            with guard:
-                count = run_loop(
-                    session, all_hooks, prefetcher, advances_global_step=True, guard=guard
-                )
-            if guard.signum == signal.SIGTERM and self._checkpointer is not None:
-                step, state = session.checkpoint_state(session.global_step)
-                logger.warning("Preempted: saving checkpoints for %d.", step)
-                self._checkpointer.save(step, state)
-        except hooks_lib.NanLossDuringTrainingError:
-            if self._checkpointer is not None:
-                # The last finite state, as the checkpoint of the step whose loss was not
-                # finite: the steps since the last save are not lost.
-                self._checkpointer.save(*session.checkpoint_state(session.global_step))
-            raise
-        finally:
-            if self._checkpointer is not None:
-                self._checkpointer.wait()
-        guard.raise_if_received()
-        if count == 0:
-            logger.warning(
-                "Training with estimator made no steps. Perhaps input is empty or misspecified."
-            )
-        saved = self.latest_checkpoint()
-        if saved is not None and ckpt.checkpoint_step(saved) == session.global_step:
-            self._states.keep(saved, runner.state)
-        loss = session.outputs.get(hooks_lib.LOSS)
-        return None if loss is None else float(loss)
 
     # ----- evaluate ---------------------------------------------------------------------
     def evaluate(
@@ -381,51 +260,8 @@ class Estimator:
         progress = progress_lib.default_hook(hooks, num_steps=steps)
         if progress is not None:
             hooks.append(progress)
-        path = self._resolve_checkpoint(checkpoint_path, "evaluate")
-        return self._evaluate(input_fn, steps, hooks, name, path, None)
-
-    def _evaluate(self, input_fn, steps, hooks, name, path, state) -> dict[str, Any]:
-        """Evaluation from checkpoint ``path`` or, when ``state`` is given, from that
-        in-memory ``TrainState`` (``InMemoryEvaluatorHook``: no checkpoint needed)."""
-        compiler = self._compiler(ModeKeys.EVAL)
-        prefetcher = self._prefetcher(input_fn, ModeKeys.EVAL)
-        try:
-            first = prefetcher.peek()
-        except StopIteration:
-            raise ValueError(
-                "input_fn returned no batch to evaluate: check its data and num_epochs."
-            ) from None
-        self._model.check_labels(first[1])
-        if state is None:
-            state = self._states.read(compiler, first, path, training=False)
-        else:
-            state = state._replace(opt_state=None)
-        acc = compiler.empty_accumulator(state, *first)
-        compiler.prepare_run(state, acc, *first)
-        all_hooks = hooks + compiler.traced.new_hooks()[0]
-        logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
-        start = time.time()
-        for hook in all_hooks:
-            hook.begin()
-        runner = EvalRunner(compiler, state, acc, self._config.steps_per_execution)
-        session = self._create_session(ModeKeys.EVAL, runner, state, all_hooks)
-        with SignalGuard(sigterm=False) as guard:
-            run_loop(session, all_hooks, prefetcher, num_steps=steps, guard=guard)
-        guard.raise_if_received()
-        runner.flush()
-        metrics, loss = jax.device_get(self._finalize(runner.accumulator))
-        results = {k: host_value(v) for k, v in metrics.items()}
-        results["loss"] = float(loss)
-        results["global_step"] = int(session.global_step)
-        logger.info("Inference Time : %.5fs", time.time() - start)
-        logger.info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S"))
-        logger.info(
-            "Saving dict for global step %d: %s",
-            results["global_step"],
-            ", ".join(f"{k} = {results[k]}" for k in sorted(results)),
-        )
-        write_eval_results(self.eval_dir(name), results, path)
-        return results
+        path = self._runtime.resolve_checkpoint(checkpoint_path, "evaluate")
+        return self._runtime.evaluate(input_fn, steps, hooks, name, path)
 
     # ----- predict ----------------------------------------------------------------------
     def predict(
@@ -460,29 +296,8 @@ class Estimator:
         progress = progress_lib.default_hook(hooks)
         if progress is not None:
             hooks.append(progress)
-        path = self._resolve_checkpoint(checkpoint_path, "predict")
-        compiler = self._compiler(ModeKeys.PREDICT)
-        prefetcher = self._prefetcher(input_fn, ModeKeys.PREDICT)
-        try:
-            first = prefetcher.peek()
-        except StopIteration:
-            return
-        state = self._states.read(compiler, first, path, training=False)
-        compiler.prepare_run(state, *first)
-        all_hooks = hooks + compiler.traced.new_hooks()[0]
-        for hook in all_hooks:
-            hook.begin()
-        runner = PredictRunner(compiler, state, predict_keys)
-        session = self._create_session(ModeKeys.PREDICT, runner, state, all_hooks)
-        pending = runner.pending
-        for _ in loop_steps(session, all_hooks, prefetcher):
-            # One batch ahead: yield the previous batch's predictions while this one runs.
-            while len(pending) > 1:
-                batch = extract_keys(pending.pop(0), predict_keys)
-                yield from examples(to_host(batch), yield_single_examples)
-        while pending:
-            batch = extract_keys(pending.pop(0), predict_keys)
-            yield from examples(to_host(batch), yield_single_examples)
+        path = self._runtime.resolve_checkpoint(checkpoint_path, "predict")
+        yield from self._runtime.predict(input_fn, predict_keys, hooks, path, yield_single_examples)
 
     # ----- export -----------------------------------------------------------------------
     def export_saved_model(

@@ -36,7 +36,8 @@ def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
         raise ValueError(
             f"metric_fn ({metric_fn}) has following not expected args: {sorted(unexpected)}"
         )
-    model_fn = estimator._model.model_fn
+    runtime = estimator.runtime
+    model_fn = runtime.model.model_fn
     takes = set(fn_args(model_fn))
 
     def new_model_fn(features, labels, mode, params, config):
@@ -55,6 +56,6 @@ def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
         model_dir=estimator.model_dir,
         config=estimator.config,
         params=estimator.params,
-        warm_start_from=estimator._warm_start_from,
-        input_transform=estimator._input_transform,
+        warm_start_from=runtime.warm_start_from,
+        input_transform=runtime.input_transform,
     )

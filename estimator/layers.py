@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from estimator import initializers as init
-from estimator.variables import (
+from estimator.model.variables import (
     _frame,
     assign,
     get_variable,

@@ -20,7 +20,7 @@ from typing import Any
 
 import jax
 
-from estimator import compilation_cache
+from estimator.engine import compilation_cache as compilation_cache
 from estimator.inputs import fn_args
 
 __all__ = ["RunConfig", "TaskType"]
@@ -258,10 +258,10 @@ class RunConfig:
         ``input_fn`` must not be modified after they are yielded. 1 runs each step alone.
       save_checkpoint_on_preemption: keyword-only; on SIGTERM during ``train()``, finish
         the current step, save a checkpoint of it and raise ``SystemExit(143)`` (see
-        ``estimator.interrupt``). False keeps TF's behaviour: SIGTERM ends the process at
+        ``estimator.engine.interrupt``). False keeps TF's behaviour: SIGTERM ends the process at
         once and the steps since the last checkpoint are lost.
       compilation_cache_dir: keyword-only; where JAX keeps compiled programs across
-        processes (``estimator.compilation_cache``): by default
+        processes (``estimator.engine.compilation_cache``): by default
         ``$JAX_ESTIMATOR_CACHE_DIR`` or ``~/.cache/jax-estimator/xla``; None turns it off.
         Ignored when the process has set JAX's cache directory itself.
 

@@ -26,10 +26,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from estimator.event_files import FLUSH_SECS, add_text, writer_for
-from estimator.hooks import LOSS, SecondOrStepTimer
+from estimator.hooks.basic import LOSS, SecondOrStepTimer
+from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
 from estimator.mode_keys import ModeKeys
-from estimator.session_run_hook import SessionRunArgs, SessionRunHook
-from estimator.variables import _frame, _scope_prefix
+from estimator.model.variables import _frame, _scope_prefix
 
 __all__ = ["scalar", "histogram", "text", "SummarySaverHook", "read_eval_metrics"]
 

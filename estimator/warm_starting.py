@@ -65,6 +65,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from estimator import checkpoint as ckpt
+from estimator.export import read_variables
+from estimator.export._loader import MANIFEST
 from estimator.vocab_remap import VocabInfo, remap
 
 __all__ = ["WarmStartSettings", "VocabInfo", "variable_names"]
@@ -211,7 +213,6 @@ class _Source:
 
     def __init__(self, location: str) -> None:
         self.where, self.kind = _resolve(location)
-        from estimator.export import read_variables  # same "variables" layout in both
 
         saved = read_variables(self.where)
         self.values: dict[str, Any] = {**saved["non_trainable"], **saved["trainable"]}
@@ -238,7 +239,6 @@ class _Source:
 
 def _resolve(location: str) -> tuple[str, str]:
     """``(path, "checkpoint" | "export")`` of a warm-start source."""
-    from estimator.export._loader import MANIFEST
 
     location = os.fsdecode(location)
     if os.path.isfile(os.path.join(location, MANIFEST)):

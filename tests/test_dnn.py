@@ -18,7 +18,7 @@ import pytest
 import canned
 import estimator as est
 from canned import feature_column as fc
-from estimator.driver import TrainState
+from estimator.engine.steps import TrainState
 
 X = np.array(
     [[0.5, -1.0], [1.5, 0.3], [-0.7, 0.8], [0.1, 0.1], [2.0, -0.5], [-1.2, -0.9], [0.9, 1.1],

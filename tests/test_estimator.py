@@ -193,9 +193,8 @@ def test_steps_per_execution_gives_the_same_result(tmp_path):
         e = make(tmp_path / f"k{k}", steps_per_execution=k)
         e.train(train_input(), steps=37)
         results.append(e.get_variable_value("w"))
-        compiled = e._compilers["train"]._compiled
         # 37 = 16 + 16 + 5 single steps: a variant for one step (and for 16 when k = 16).
-        assert len(compiled) == 1 + (k > 1)
+        assert e.runtime.compile_counts()["train"] == 1 + (k > 1)
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5)
 
 
@@ -291,11 +290,11 @@ def test_evaluate_and_predict_do_not_retrace_or_reload(tmp_path, monkeypatch):
     monkeypatch.setattr(ckpt, "restore", lambda *a, **k: reads.append(1) or original(*a, **k))
     first = e.evaluate(eval_input())
     traces = e.trace_count
-    compiles = dict(e._compilers["eval"]._compiled)
+    compiles = e.runtime.compile_counts()
     for _ in range(3):
         assert e.evaluate(eval_input()) == first
     assert e.trace_count == traces
-    assert e._compilers["eval"]._compiled == compiles
+    assert e.runtime.compile_counts() == compiles
     list(e.predict(eval_input()))
     traces = e.trace_count
     for _ in range(3):
@@ -478,7 +477,7 @@ def test_evaluate_counts_each_example_once_with_one_extra_compile(tmp_path):
     assert results["sum_weights"] == 10
     # Per-batch losses 1.5, 5.5, 8.5 -> loss (1.5 + 5.5 + 8.5) / 3.
     assert results["loss"] == pytest.approx((1.5 + 5.5 + 8.5) / 3)
-    assert len(e._compilers["eval"]._compiled) == 2  # the full batch and the last one
+    assert e.runtime.compile_counts()["eval"] == 2  # the full batch and the last one
 
 
 def test_tf_style_metric_tuple_is_refused_with_the_replacement(tmp_path):
@@ -562,8 +561,9 @@ def test_removed_model_dir_is_written_again(tmp_path):
 def test_steps_are_fused_without_logging(tmp_path):
     e = make(tmp_path, log_step_count_steps=None, steps_per_execution=8)
     e.train(train_input(), steps=17)
-    kinds = sorted(str(k[0]) for k in e._compilers["train"]._compiled if isinstance(k[0], str))
-    assert kinds == ["multi"]  # 17 = 8 + 8 + 1: the queue ran as fused calls
+    signatures = e.runtime.compiler("train").compiled_signatures()
+    kinds = sorted(str(k[0]) for k in signatures if isinstance(k[0], str))
+    assert kinds == ["fused"]  # 17 = 8 + 8 + 1: the queue ran as fused calls
 
 
 def test_model_fn_property_is_tfs_wrapper(tmp_path):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import estimator as est
-from estimator.export_output import (
+from estimator.model.export_output import (
     CLASSIFY_METHOD,
     DEFAULT_SERVING_SIGNATURE_DEF_KEY,
     PREDICT_METHOD,
@@ -102,7 +102,8 @@ def test_classification_scores_must_be_float_arrays(scores):
 
 def test_classification_scores_of_other_float_dtypes_accepted():
     # TF checks dtype.is_floating (float16 passes in TF 2.15.1 too).
-    est.ClassificationOutput(scores=jnp.array([0.5], jnp.float16))
+    output = est.ClassificationOutput(scores=jnp.array([0.5], jnp.float16))
+    assert output.scores.dtype == jnp.float16
 
 
 def test_classification_classes_must_be_strings():

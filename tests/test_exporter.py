@@ -12,9 +12,15 @@ import optax
 import pytest
 
 import estimator as est
-from estimator.exporter import BestExporter, Exporter, FinalExporter, LatestExporter, _loss_smaller
 from estimator.summary import read_eval_metrics
-from estimator.training import EvalSpec, TrainSpec, train_and_evaluate
+from estimator.training.exporter import (
+    BestExporter,
+    Exporter,
+    FinalExporter,
+    LatestExporter,
+    _loss_smaller,
+)
+from estimator.training.run import EvalSpec, TrainSpec, train_and_evaluate
 
 X = np.stack([np.linspace(-1, 1, 40), np.cos(np.arange(40))], axis=1).astype(np.float32)
 Y = (2 * X[:, 0] - X[:, 1] + 1).astype(np.float32)

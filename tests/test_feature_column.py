@@ -12,7 +12,7 @@ import pytest
 import canned.feature_column as fc
 import estimator as est
 from estimator import preprocessing as pp
-from estimator.variables import APPLY, INIT, Frame, transform_context
+from estimator.model.variables import APPLY, INIT, Frame, transform_context
 
 ADULT = "../shared/data/adult/adult.data"
 ADULT_COLUMNS = (

@@ -16,8 +16,8 @@ import pytest
 import estimator as est
 from canned import head as head_lib
 from canned.head import MetricKeys, PredictionKeys, Reduction
-from estimator.strings import IndexToString, to_host
-from estimator.variables import INIT, Frame, transform_context
+from estimator.model.strings import IndexToString, to_host
+from estimator.model.variables import INIT, Frame, transform_context
 
 LN3 = math.log(3.0)
 

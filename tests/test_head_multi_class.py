@@ -11,7 +11,7 @@ import pytest
 
 import estimator as est
 from canned import head as head_lib
-from estimator.strings import to_host
+from estimator.model.strings import to_host
 
 # Three examples, three classes.
 LOGITS = np.array([[10.0, 0.0, 0.0], [0.0, 10.0, 0.0], [1.0, 2.0, 3.0]], np.float32)

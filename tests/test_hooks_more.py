@@ -20,11 +20,11 @@ import pytest
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator import progress
-from estimator.driver import TrainState
-from estimator.hooks import FinalOpsHook, GlobalStepWaiterHook
-from estimator.profiler import ProfilerHook
-from estimator.progress import ProgressBarHook
+from estimator.engine.steps import TrainState
+from estimator.hooks import progress
+from estimator.hooks.basic import FinalOpsHook, GlobalStepWaiterHook
+from estimator.hooks.profiler import ProfilerHook
+from estimator.hooks.progress import ProgressBarHook
 
 X = np.ones((4, 1), np.float32)
 Y = np.full((4,), 2.0, np.float32)

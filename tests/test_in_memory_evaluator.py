@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from linear_model import EVAL, TRAIN, make, reference_eval_loss
 
-from estimator.in_memory_evaluator import InMemoryEvaluatorHook
 from estimator.summary import read_eval_metrics
+from estimator.training.in_memory_evaluator import InMemoryEvaluatorHook
 
 
 def test_argument_errors(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM during train()/evaluate() (estimator.interrupt).
+"""Ctrl-C and SIGTERM during train()/evaluate() (estimator.engine.interrupt).
 
 In-process tests raise the signal from a hook at a known step; the stress test sends
 SIGINT/SIGTERM to a training subprocess at random moments and checks that it exits

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import estimator as est
-from estimator.variables import APPLY, INIT, Frame, transform_context
+from estimator.model.variables import APPLY, INIT, Frame, transform_context
 
 L = est.layers
 RNG = np.random.default_rng(0)
@@ -132,8 +132,10 @@ def test_names_agree_between_init_and_apply():
     def fn():
         return L.dense(L.dense(jnp.ones((1, 2)), 3), 1)
 
-    frame, _ = _init(fn)
-    _apply(fn, frame.trainable, frame.non_trainable)  # would raise on an unknown name
+    frame, init_out = _init(fn)
+    # apply would raise on an unknown name; with the init values it gives the init output
+    _, apply_out = _apply(fn, frame.trainable, frame.non_trainable)
+    np.testing.assert_allclose(apply_out, init_out, rtol=1e-6)
 
 
 # --- dense --------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import estimator as est
-from estimator.strings import IndexToString, to_host
+from estimator.model.strings import IndexToString, to_host
 
 VOCAB = ["neg", "pos", "maybe"]
 

@@ -141,7 +141,7 @@ def test_summary_hook_fetches_only_at_its_steps(tmp_path):
 
 
 def test_text_takes_a_python_string_only():
-    from estimator.variables import INIT, Frame, transform_context
+    from estimator.model.variables import INIT, Frame, transform_context
 
     with transform_context(Frame(INIT, None, jnp.int32(0))) as frame:
         est.summary.text("ok", b"bytes are UTF-8")

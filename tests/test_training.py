@@ -15,10 +15,10 @@ from linear_model import EVAL, TRAIN, X, Y, make, reference_eval_loss
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator import training
-from estimator.exporter import FinalExporter, LatestExporter
 from estimator.summary import read_eval_metrics
-from estimator.training import EvalSpec, TrainSpec, train_and_evaluate
+from estimator.training import run as training
+from estimator.training.exporter import FinalExporter, LatestExporter
+from estimator.training.run import EvalSpec, TrainSpec, train_and_evaluate
 
 RECEIVER = est.export.build_raw_serving_input_receiver_fn({"x": X})
 
@@ -41,7 +41,7 @@ def evaluated_steps(estimator, name=None) -> list[int]:
 
 
 class FakeTime:
-    """``time`` for estimator.training: ``time()`` is set by the test, ``sleep`` recorded."""
+    """``time`` for estimator.training.run: ``time()`` is set by the test, ``sleep`` recorded."""
 
     def __init__(self, on_sleep=None):
         self.now = 0.0

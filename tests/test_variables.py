@@ -15,7 +15,14 @@ import numpy as np
 import pytest
 
 import estimator as est
-from estimator.variables import APPLY, INIT, Frame, current_frame, transform_context, unique_name
+from estimator.model.variables import (
+    APPLY,
+    INIT,
+    Frame,
+    current_frame,
+    transform_context,
+    unique_name,
+)
 
 
 def _init(fn, seed=0, step=0):

@@ -21,7 +21,7 @@ import pytest
 import estimator as est
 from estimator import checkpoint as ckpt
 from estimator import warm_starting as ws
-from estimator.driver import TrainState
+from estimator.engine.steps import TrainState
 
 OPT = optax.adagrad(0.1)  # state: (ScaleByRssState(sum_of_squares), EmptyState()); acc 0.1
 ACC = "0/sum_of_squares"  # path of adagrad's accumulator in that state

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from canned.feature_column._base import CategoricalColumn, DenseColumn
 from canned.feature_column._lookup import check_combiner, safe_embedding_lookup
 from estimator import initializers
-from estimator import variables as est_variables
+from estimator.model import variables as est_variables
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from canned.feature_column._base import (
     check_batch_sizes,
     normalize_feature_columns,
 )
-from estimator import variables as est_variables
+from estimator.model import variables as est_variables
 
 
 def input_layer(

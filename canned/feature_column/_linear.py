@@ -19,7 +19,7 @@ from canned.feature_column._base import (
 from canned.feature_column._dense import IndicatorColumn
 from canned.feature_column._lookup import check_combiner, safe_embedding_lookup
 from estimator import initializers
-from estimator import variables as est_variables
+from estimator.model import variables as est_variables
 
 
 def linear_model(

@@ -44,9 +44,9 @@ from canned.head._checks import VALIDATION_ERROR_MSG, regularization_total
 from canned.head.keys import MetricKeys
 from estimator import metrics
 from estimator import summary as est_summary
-from estimator import variables as est_variables
 from estimator.mode_keys import ModeKeys
-from estimator.model_fn import EstimatorSpec
+from estimator.model import variables as est_variables
+from estimator.model.spec import EstimatorSpec
 
 __all__ = ["Head"]
 

@@ -21,8 +21,8 @@ from canned.head.keys import (
     Reduction,
 )
 from estimator import metrics
-from estimator.export_output import ClassificationOutput, PredictOutput
-from estimator.strings import IndexToString
+from estimator.model.export_output import ClassificationOutput, PredictOutput
+from estimator.model.strings import IndexToString
 
 __all__ = ["MultiClassHead"]
 

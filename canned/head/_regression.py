@@ -22,7 +22,7 @@ from canned.head.keys import (
     Reduction,
 )
 from estimator import metrics
-from estimator.export_output import PredictOutput, RegressionOutput
+from estimator.model.export_output import PredictOutput, RegressionOutput
 
 __all__ = [
     "LogisticRegressionHead",

@@ -53,11 +53,11 @@ from estimator.export._receivers import (
 from estimator.export._receivers import (
     build_raw_supervised_input_receiver_fn as build_raw_supervised_input_receiver_fn,
 )
-from estimator.export_output import ClassificationOutput as ClassificationOutput
-from estimator.export_output import EvalOutput as EvalOutput
-from estimator.export_output import ExportOutput as ExportOutput
-from estimator.export_output import PredictOutput as PredictOutput
-from estimator.export_output import RegressionOutput as RegressionOutput
+from estimator.model.export_output import ClassificationOutput as ClassificationOutput
+from estimator.model.export_output import EvalOutput as EvalOutput
+from estimator.model.export_output import ExportOutput as ExportOutput
+from estimator.model.export_output import PredictOutput as PredictOutput
+from estimator.model.export_output import RegressionOutput as RegressionOutput
 
 __all__ = [
     "load",

@@ -22,6 +22,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from estimator.preprocessing import FixedLenFeature, VarLenFeature
+
 __all__ = [
     "ServingInputReceiver",
     "TensorServingInputReceiver",
@@ -162,7 +164,6 @@ class ParsingServingInputReceiver(ServingInputReceiver):
 
 
 def _spec_from_parsing(name, spec, batch) -> jax.ShapeDtypeStruct:
-    from estimator.preprocessing import FixedLenFeature, VarLenFeature
 
     if isinstance(spec, FixedLenFeature):
         return jax.ShapeDtypeStruct((batch,) + tuple(spec.shape), spec.dtype)

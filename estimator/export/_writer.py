@@ -20,24 +20,23 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 from jax import export as jax_export
 
 from estimator import checkpoint as ckpt
-from estimator.driver import StepCompiler
+from estimator.engine.steps import init_state
 from estimator.export._integrity import checksums
+from estimator.export._loader import fill_parsed
 from estimator.export._receivers import (
     ParsingServingInputReceiver,
     ServingInputReceiver,
     SupervisedInputReceiver,
     TensorServingInputReceiver,
 )
-from estimator.export_output import EvalOutput
 from estimator.mode_keys import ModeKeys
-from estimator.strings import IndexToString
-from estimator.variables import APPLY, Frame
+from estimator.model.export_output import EvalOutput
+from estimator.model.strings import IndexToString
 
 logger = logging.getLogger("estimator")
 
@@ -112,7 +111,6 @@ class _Inputs:
 
     def host(self, inputs: dict):
         """Receiver inputs -> (device features, labels) on the host: defaults, transform."""
-        from estimator.export._loader import fill_parsed
 
         labels = None
         if self.label_keys is not None:
@@ -231,8 +229,8 @@ def _select(outputs: dict) -> dict:
 class _Exporter:
     """Builds the ``jax.export`` functions of each signature from one checkpoint."""
 
-    def __init__(self, estimator, checkpoint_path: str, platforms):
-        self.model = estimator._model
+    def __init__(self, runtime, checkpoint_path: str, platforms):
+        self.model = runtime.model
         self.path = checkpoint_path
         self.meta = ckpt.read_meta(checkpoint_path)
         self.platforms = tuple(platforms)
@@ -240,7 +238,9 @@ class _Exporter:
 
     def _restore(self, mode, features, labels) -> dict:
         if self.variables is None:
-            abstract = StepCompiler(self.model, mode).abstract_state(features, labels)
+            abstract = jax.eval_shape(
+                lambda f, lab: init_state(self.model, mode, f, lab), features, labels
+            )
             trainable, non_trainable, _ = ckpt.restore(self.path, abstract, with_opt_state=False)
             self.variables = {"trainable": trainable, "non_trainable": non_trainable}
         return self.variables
@@ -261,15 +261,7 @@ class _Exporter:
         def call(variables, features, labels):
             if device_fn is not None:
                 features = device_fn(features)
-            global_step = jnp.asarray(step, jnp.int32)
-            frame = Frame(
-                APPLY,
-                model.step_key(global_step),
-                global_step,
-                trainable=variables["trainable"],
-                non_trainable=variables["non_trainable"],
-            )
-            spec = model(features, labels, mode, frame)
+            spec, _ = model.apply(mode, features, labels, variables, step)
             if mode == ModeKeys.PREDICT:
                 methods.update({k: o.method_name for k, o in spec.export_outputs.items()})
             else:
@@ -324,17 +316,18 @@ def export(
     Returns:
       The export directory as bytes (what TF returns).
     """
+    runtime = estimator.runtime
     path = checkpoint_path or estimator.latest_checkpoint()
     if checkpoint_path:
-        path = estimator._resolve_checkpoint(checkpoint_path, "export")
+        path = runtime.resolve_checkpoint(checkpoint_path, "export")
     if not path:
         raise ValueError(f"Couldn't find trained model at {estimator.model_dir}.")
     base = os.fspath(export_dir_base)
     if isinstance(base, bytes):
         base = base.decode()
     os.makedirs(base, exist_ok=True)
-    transform = estimator._input_transform
-    exporter = _Exporter(estimator, path, platforms)
+    transform = runtime.input_transform
+    exporter = _Exporter(runtime, path, platforms)
     signatures: dict[str, dict] = {}
     blobs: dict[str, Any] = {}
     for mode, receiver_fn in receiver_fns.items():

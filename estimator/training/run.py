@@ -41,10 +41,11 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from estimator import early_stopping
-from estimator.hooks import CheckpointSaverHook, CheckpointSaverListener, SecondOrStepTimer
-from estimator.in_memory_evaluator import InMemoryEvaluatorHook
+from estimator.estimator import Estimator
+from estimator.hooks.basic import CheckpointSaverHook, CheckpointSaverListener, SecondOrStepTimer
 from estimator.run_config import TaskType
-from estimator.specs import EvalSpec, TrainSpec
+from estimator.training.in_memory_evaluator import InMemoryEvaluatorHook
+from estimator.training.specs import EvalSpec, TrainSpec
 
 __all__ = ["TrainSpec", "EvalSpec", "train_and_evaluate"]
 
@@ -287,7 +288,7 @@ class _EvalEveryNStepsHook(InMemoryEvaluatorHook):
 
     def _checkpoint_fn(self, session) -> Callable[[], str]:
         def checkpoint() -> str:
-            saver = self._estimator._saver()  # the Estimator's: a no-op if step is saved
+            saver = self._estimator.runtime.saver()  # the Estimator's: a no-op if step is saved
             path = saver.save(session.global_step, session.state)
             saver.wait()
             return path
@@ -306,7 +307,6 @@ class _TrainingExecutor:
     """Runs the procedure of the task type in ``estimator.config`` (TF's executor)."""
 
     def __init__(self, estimator, train_spec, eval_spec) -> None:
-        from estimator.estimator import Estimator
 
         if not isinstance(estimator, Estimator):
             raise TypeError(

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from estimator.inputs import fn_args
+from estimator.summary import read_eval_metrics
 
 __all__ = ["Exporter", "LatestExporter", "FinalExporter", "BestExporter"]
 
@@ -492,7 +493,6 @@ class BestExporter(_SkipsRepeats, Exporter):
         """Evaluation results of the global steps of ``export_dirs``, from the eval dir."""
         if not self._event_file_pattern:
             return []
-        from estimator.summary import read_eval_metrics
 
         eval_dir = os.path.join(estimator.model_dir, os.path.dirname(self._event_file_pattern))
         by_step = read_eval_metrics(eval_dir)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 
-from estimator.exporter import Exporter
-from estimator.hooks import CheckpointSaverListener
-from estimator.session_run_hook import SessionRunHook
+from estimator.hooks.basic import CheckpointSaverListener
+from estimator.hooks.session_run_hook import SessionRunHook
+from estimator.training.exporter import Exporter
 
 __all__ = ["TrainSpec", "EvalSpec"]
 

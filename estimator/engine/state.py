@@ -14,8 +14,10 @@ import jax.numpy as jnp
 
 from estimator import checkpoint as ckpt
 from estimator import warm_starting
-from estimator.driver import ModelFunction, StepCompiler, TrainState
+from estimator.engine.compiler import StepCompiler, signature
+from estimator.engine.steps import TrainState
 from estimator.mode_keys import ModeKeys
+from estimator.model.function import ModelFunction
 
 
 class StateSource:
@@ -48,7 +50,7 @@ class StateSource:
     def abstract(self, compiler: StepCompiler, batch) -> TrainState:
         """The state's shapes and dtypes (with its sharding) for this mode's model; traced
         once per mode and batch signature (``model_fn`` is not traced again per call)."""
-        key = (compiler.mode, StepCompiler.signature(batch))
+        key = (compiler.mode, signature(batch))
         if key not in self._abstracts:
             labels = batch[1] if len(batch) > 1 else None
             abstract = compiler.abstract_state(batch[0], labels)
@@ -122,8 +124,8 @@ class StateSource:
         TF's ``WarmStartSettings`` rules); logs what was warm-started from where."""
         init_opt_state = None
         compiler = self.compilers.get(ModeKeys.TRAIN)
-        if state.opt_state is not None and compiler is not None and compiler.traced is not None:
-            init_opt_state = jax.jit(compiler.traced.spec.train_op.init)
+        if state.opt_state is not None and compiler is not None and compiler.info is not None:
+            init_opt_state = jax.jit(compiler.info.train_op.init)
         state = warm_starting.warm_start(
             state,
             self.warm_start_from,

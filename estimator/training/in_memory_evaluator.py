@@ -22,7 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from estimator import early_stopping
-from estimator.session_run_hook import SessionRunHook
+from estimator.estimator import Estimator
+from estimator.hooks.checks import check_hooks
+from estimator.hooks.session_run_hook import SessionRunHook
 
 __all__ = ["InMemoryEvaluatorHook"]
 
@@ -60,8 +62,6 @@ class InMemoryEvaluatorHook(SessionRunHook):
         name: str | None = None,
         every_n_iter: int = 100,
     ) -> None:
-        from estimator._arguments import check_hooks
-        from estimator.estimator import Estimator
 
         if not isinstance(estimator, Estimator):
             raise TypeError(
@@ -125,7 +125,7 @@ class InMemoryEvaluatorHook(SessionRunHook):
             early_stopping.unregister_evaluator(self)
 
     def _evaluate(self, session, *, at_end: bool) -> None:
-        results = self._estimator._evaluate(
+        results = self._estimator.runtime.evaluate(
             self._input_fn, self._steps, list(self._hooks), self._name, None, session.state
         )
         self.eval_result = results

@@ -4,7 +4,7 @@ Validated at construction, per mode, in TF 2.15's order and with its messages
 (``tensorflow_estimator/python/estimator/model_fn.py``): train_op, loss, predictions,
 export_outputs, hooks, eval_metric_ops, scaffold. What differs under JAX:
 
-* ``train_op`` is an ``optax.GradientTransformation``: the driver differentiates ``loss``
+* ``train_op`` is an ``optax.GradientTransformation``: the engine differentiates ``loss``
   with respect to the trainable variables and applies it. TF's
   ``optimizer.minimize(loss, global_step)`` becomes ``train_op=optax.sgd(lr)``.
 * ``eval_metric_ops`` values are streaming metrics from ``estimator.metrics``, not TF's
@@ -21,11 +21,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from estimator.export_output import get_export_outputs, is_array
+from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.metrics import Metric
 from estimator.mode_keys import ModeKeys
-from estimator.session_run_hook import SessionRunHook
-from estimator.strings import IndexToString
+from estimator.model.export_output import get_export_outputs, is_array
+from estimator.model.strings import IndexToString
 
 __all__ = ["EstimatorSpec"]
 

@@ -13,21 +13,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from estimator import hooks as hooks_lib
-from estimator.session_run_hook import SessionRunHook
+from estimator.hooks import basic as hooks_lib
+from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.summary import make_summary_hook
 
 logger = logging.getLogger("estimator")
 
 
 def default_training_hooks(
-    config, traced, hooks, saving_listeners, saver: Callable
+    config, info, hooks, saving_listeners, saver: Callable
 ) -> list[SessionRunHook]:
     """All hooks of a ``train()`` call, in call order.
 
     Args:
       config: the ``RunConfig``.
-      traced: what tracing ``model_fn`` in TRAIN mode gave (its hooks).
+      info: the train step's ``StepInfo`` (the hooks ``model_fn`` returned).
       hooks: the caller's hooks (with a ``StopAtStepHook`` for steps/max_steps).
       saving_listeners: ``CheckpointSaverListener``s.
       saver: returns the Estimator's ``Checkpointer``.
@@ -47,7 +47,7 @@ def default_training_hooks(
                 {"loss": hooks_lib.LOSS, "step": hooks_lib.GLOBAL_STEP}, every_n_iter=log_steps
             )
         )
-    spec_hooks, spec_chief_hooks = traced.new_hooks()
+    spec_hooks, spec_chief_hooks = list(info.hooks), list(info.chief_hooks)
     worker_hooks.extend(spec_hooks)
     chief_hooks: list[SessionRunHook] = []
     existing = worker_hooks + spec_chief_hooks

@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from estimator.checkpoint import Checkpointer, checkpoint_step, latest_checkpoint
 from estimator.event_files import writer_for
-from estimator.session_run_hook import SessionRunArgs, SessionRunHook
+from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
 
 __all__ = [
     "SecondOrStepTimer",
@@ -33,7 +34,7 @@ __all__ = [
 
 logger = logging.getLogger("estimator")
 
-# Names the driver always resolves (see estimator.session_run_hook).
+# Names the session loop always resolves (see estimator.hooks.session_run_hook).
 GLOBAL_STEP = "global_step"
 LOSS = "loss"
 NON_FINITE_STEP = "non_finite_step"
@@ -422,8 +423,6 @@ class CheckpointSaverHook(SessionRunHook):
 
     def begin(self) -> None:
         if self._saver is None:
-            from estimator.checkpoint import Checkpointer
-
             self._saver = Checkpointer(self._checkpoint_dir)
         for listener in self._listeners:
             listener.begin()
@@ -509,7 +508,6 @@ class FinalOpsHook(SessionRunHook):
 
 def _checkpoint_global_step(model_dir: str | None) -> int:
     """The global step of the newest checkpoint in ``model_dir`` (-1 without one)."""
-    from estimator.checkpoint import checkpoint_step, latest_checkpoint
 
     latest = latest_checkpoint(model_dir) if model_dir else None
     return -1 if latest is None else checkpoint_step(latest)

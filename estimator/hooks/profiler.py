@@ -26,9 +26,9 @@ import os
 
 import jax
 
-from estimator.hooks import SecondOrStepTimer
+from estimator.hooks.basic import SecondOrStepTimer
+from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.mode_keys import ModeKeys
-from estimator.session_run_hook import SessionRunHook
 
 __all__ = ["ProfilerHook"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from estimator.hooks import CheckpointSaverListener
-from estimator.session_run_hook import SessionRunHook
+from estimator.hooks.basic import CheckpointSaverListener
+from estimator.hooks.session_run_hook import SessionRunHook
 
 __all__ = ["check_hooks", "check_listeners"]
 

@@ -24,9 +24,9 @@ import sys
 import time
 from collections.abc import Callable
 
-from estimator.hooks import LOSS
+from estimator.hooks.basic import LOSS
+from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
 from estimator.mode_keys import ModeKeys
-from estimator.session_run_hook import SessionRunArgs, SessionRunHook
 
 __all__ = ["ProgressBarHook", "ENV_VAR"]
 

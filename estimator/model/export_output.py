@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from estimator.strings import IndexToString
+from estimator.model.strings import IndexToString
 
 __all__ = [
     "ExportOutput",

@@ -6,7 +6,7 @@
   mode; train and evaluation steps whose values no hook fetches are queued and run
   ``steps_per_execution`` at a time.
 * :func:`loop_steps` / :func:`run_loop` — the hook calls in TF's order around each step
-  (see ``estimator.session_run_hook``).
+  (see ``estimator.hooks.session_run_hook``).
 """
 
 from __future__ import annotations
@@ -16,18 +16,19 @@ from collections.abc import Iterator
 import jax
 import numpy as np
 
-from estimator import hooks as hooks_lib
-from estimator.driver import StepCompiler, TrainState
-from estimator.inputs import Prefetcher
-from estimator.interrupt import SignalGuard
-from estimator.mode_keys import ModeKeys
-from estimator.session_run_hook import (
+from estimator.engine.compiler import StepCompiler
+from estimator.engine.interrupt import SignalGuard
+from estimator.engine.steps import TrainState
+from estimator.hooks import basic as hooks_lib
+from estimator.hooks.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
     SessionRunHook,
     SessionRunValues,
 )
-from estimator.strings import to_host
+from estimator.inputs import Prefetcher
+from estimator.mode_keys import ModeKeys
+from estimator.model.strings import to_host
 
 
 class Session:
@@ -214,10 +215,10 @@ class TrainRunner(_QueuedRunner):
         self.state = state
 
     def _one(self, batch) -> None:
-        self.state, self.outputs = self.compiler(self.state, *batch)
+        self.state, self.outputs, _ = self.compiler(self.state, *batch)
 
     def _many(self, batches: list) -> None:
-        self.state, self.outputs = self.compiler.multi(self.state, batches)
+        self.state, self.outputs, _ = self.compiler.multi(self.state, batches)
 
 
 class EvalRunner(_QueuedRunner):
@@ -231,10 +232,12 @@ class EvalRunner(_QueuedRunner):
         self.accumulator = accumulator
 
     def _one(self, batch) -> None:
-        self.accumulator, self.outputs = self.compiler(self.state, self.accumulator, *batch)
+        self.accumulator, self.outputs, _ = self.compiler(self.state, self.accumulator, *batch)
 
     def _many(self, batches: list) -> None:
-        self.accumulator, self.outputs = self.compiler.multi(self.state, self.accumulator, batches)
+        self.accumulator, self.outputs, _ = self.compiler.multi(
+            self.state, self.accumulator, batches
+        )
 
 
 class PredictRunner:
@@ -248,7 +251,7 @@ class PredictRunner:
         self.pending: list = []
 
     def run(self, batch, sync: bool) -> None:
-        predictions, self.outputs = self.compiler(self.state, *batch)
+        predictions, self.outputs, _ = self.compiler(self.state, *batch)
         self.pending.append(predictions)
 
     def flush(self) -> None:
@@ -277,7 +280,7 @@ def loop_steps(
       prefetcher: the batches.
       num_steps: at most this many steps (evaluation's ``steps``).
       advances_global_step: training: the global step grows by one per step.
-      guard: a :class:`~estimator.interrupt.SignalGuard`; when it has received a signal
+      guard: a :class:`~estimator.engine.interrupt.SignalGuard`; when it has received a signal
         the loop stops after the step, without calling ``end`` (as an exception would).
     """
     count = 0

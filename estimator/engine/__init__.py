@@ -1,0 +1,23 @@
+"""The engine: how an Estimator runs ``model_fn``.
+
+* ``steps`` — the pure train/eval/predict step functions and ``TrainState``.
+* ``compiler`` — ``StepCompiler``: a mode's step compiled once per batch signature.
+* ``state`` — where a run's state comes from (memory, a checkpoint, a warm start).
+* ``loop`` — the session loop: TF's hook protocol around the compiled steps.
+* ``runtime`` — ``Runtime``: one Estimator's engine (``Estimator.runtime``).
+* ``default_hooks`` — the hooks ``train()`` adds, in TF's order.
+* ``interrupt``, ``model_dir_lock``, ``compilation_cache``, ``eval_results`` — signals,
+  the one-writer lock on ``model_dir``, the persistent XLA cache, evaluation's final
+  values.
+
+Layers, each importing only those before it: ``estimator.hooks`` (the protocol and TF's
+hooks), ``estimator.model`` (what ``model_fn`` writes), this package,
+``estimator.Estimator``, ``estimator.training`` (``tests/test_layout.py`` checks it).
+"""
+
+from estimator.engine.compiler import StepCompiler as StepCompiler
+from estimator.engine.runtime import Runtime as Runtime
+from estimator.engine.steps import StepInfo as StepInfo
+from estimator.engine.steps import TrainState as TrainState
+
+__all__ = ["Runtime", "StepCompiler", "StepInfo", "TrainState"]

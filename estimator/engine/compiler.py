@@ -1,0 +1,141 @@
+"""``StepCompiler``: one mode's step, compiled once per batch signature.
+
+The cache is keyed on the batch's structure (its pytree and each leaf's shape and dtype):
+a call with a known signature runs the compiled program; a new one is traced, lowered and
+compiled (``jax.jit(step).trace(...).lower().compile()``), and the trace's return value
+includes the :class:`~estimator.engine.steps.StepInfo` (hooks, ``train_op``, output names).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from estimator.engine.steps import PROGRAMS, StepInfo, TrainState, batch_stats, bind, init_state
+from estimator.model.function import ModelFunction
+
+__all__ = ["StepCompiler", "signature"]
+
+
+def signature(batch) -> tuple:
+    """``(treedef, ((shape, dtype), ...))`` of a batch: what a compiled step depends on."""
+    leaves, treedef = jax.tree.flatten(batch)
+    return treedef, tuple(
+        (
+            np.shape(x),
+            jax.dtypes.canonicalize_dtype(getattr(x, "dtype", None) or np.result_type(x)),
+        )
+        for x in leaves
+    )
+
+
+class _Entry(NamedTuple):
+    executable: jax.stages.Compiled
+    info: StepInfo
+
+
+class StepCompiler:
+    """Builds and compiles the step function of one mode (internal).
+
+    Args:
+      model: the :class:`~estimator.model.ModelFunction`.
+      mode: a ``ModeKeys`` value (the step is ``estimator.engine.steps.PROGRAMS[mode]``).
+      state_sharding: sharding of the state (None on one device).
+
+    Attributes:
+      info: the :class:`StepInfo` of the current run (see :meth:`prepare_run`).
+      compile_count: programs compiled so far (single and fused steps).
+    """
+
+    def __init__(self, model: ModelFunction, mode: str, state_sharding=None) -> None:
+        self.model = model
+        self.mode = mode
+        self.state_sharding = state_sharding
+        self.program = PROGRAMS[mode]
+        self.info: StepInfo | None = None
+        self.compile_count = 0
+        self._step = bind(self.program.step, model)
+        self._jitted = jax.jit(self._step, donate_argnums=self.program.donate)
+        self._fused = (
+            None
+            if self.program.steps is None
+            else jax.jit(bind(self.program.steps, model), donate_argnums=self.program.donate)
+        )
+        self._init = jax.jit(lambda features, labels: init_state(model, mode, features, labels))
+        self._compiled: dict = {}
+        self._abstract_acc = None
+
+    # ----- state ------------------------------------------------------------------------
+    def abstract_state(self, features, labels) -> TrainState:
+        """The state's structure, shapes and dtypes (``model_fn`` traced in init mode)."""
+        return jax.eval_shape(self._init, features, labels)
+
+    def init_state(self, features, labels) -> TrainState:
+        """Freshly initialised variables (and optimizer state in TRAIN mode)."""
+        state = self._init(features, labels)
+        if self.state_sharding is not None:
+            state = jax.device_put(state, self.state_sharding)
+        return state
+
+    def empty_accumulator(self, state, features, labels):
+        """Zero metrics/loss accumulator for EVAL (metric statistics are sums)."""
+        if self._abstract_acc is None:
+            stats = jax.eval_shape(bind(batch_stats, self.model), state, features, labels)[0]
+            self._abstract_acc = stats
+        return jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), self._abstract_acc)
+
+    # ----- compiling --------------------------------------------------------------------
+    def _entry(self, args: tuple) -> _Entry:
+        key = signature(args[self.program.leading :])
+        entry = self._compiled.get(key)
+        if entry is None:
+            traced = self._jitted.trace(*args)
+            entry = _Entry(traced.lower().compile(), traced.out_info[-1])
+            self._compiled[key] = entry
+            self.compile_count += 1
+        return entry
+
+    def prepare_run(self, *args) -> StepInfo:
+        """Readies a ``train``/``evaluate``/``predict`` call: compiles the step for
+        ``args`` (the leading arguments and the first batch) when its signature is new,
+        and returns (and keeps in :attr:`info`) the hooks ``model_fn`` gives this call.
+
+        TF calls ``model_fn`` on every call and runs the hooks it returns. A new signature's
+        trace gives them. A known signature whose ``model_fn`` returned hooks is traced
+        again, abstractly (``jax.eval_shape``: no compile), so hooks it creates are new
+        objects and hooks created outside it are the caller's very objects; one that
+        returned none is not traced again.
+        """
+        known = signature(args[self.program.leading :]) in self._compiled
+        info = self._entry(args).info
+        if known and (info.hooks or info.chief_hooks):
+            step = self._step
+            info = jax.eval_shape(lambda *a: step(*a), *args)[-1]  # a new function: a trace
+        self.info = info
+        return info
+
+    def __call__(self, *args):
+        """Runs one step, compiling for a new batch signature; returns the step's result
+        (see ``estimator.engine.steps``)."""
+        return self._entry(args).executable(*args)
+
+    def multi(self, *args):
+        """Runs ``len(batches)`` steps (of one signature) in one call; ``args`` are the
+        step's leading arguments (state, and the accumulator in EVAL) and the batches."""
+        *leading, batches = args
+        batches = tuple(batches)
+        key = ("fused", len(batches), signature(batches[0]))
+        entry = self._compiled.get(key)
+        if entry is None:
+            traced = self._fused.trace(*leading, batches)
+            entry = _Entry(traced.lower().compile(), traced.out_info[-1])
+            self._compiled[key] = entry
+            self.compile_count += 1
+        return entry.executable(*leading, batches)
+
+    def compiled_signatures(self) -> list[tuple]:
+        """The keys of the compiled programs: a batch signature, or
+        ``("fused", n, signature)`` for ``n`` steps in one call."""
+        return list(self._compiled)

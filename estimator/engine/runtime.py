@@ -1,0 +1,259 @@
+"""``Runtime``: an Estimator's engine — its model, compiled steps, state and checkpoints.
+
+The :class:`~estimator.Estimator` checks arguments as TF does and hands the work to its
+runtime (``Estimator.runtime``). The export writer, ``InMemoryEvaluatorHook``,
+``train_and_evaluate`` and ``add_metrics`` use the same object; none of them reaches into
+the Estimator's private members.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+
+from estimator import checkpoint as ckpt
+from estimator.engine.compiler import StepCompiler
+from estimator.engine.default_hooks import default_training_hooks
+from estimator.engine.eval_results import finalize, host_value
+from estimator.engine.interrupt import SignalGuard
+from estimator.engine.loop import (
+    EvalRunner,
+    PredictRunner,
+    Session,
+    TrainRunner,
+    examples,
+    extract_keys,
+    loop_steps,
+    run_loop,
+)
+from estimator.engine.state import StateSource
+from estimator.engine.steps import TrainState
+from estimator.hooks import basic as hooks_lib
+from estimator.inputs import Prefetcher, batch_pipeline, call_input_fn, placement
+from estimator.mode_keys import ModeKeys
+from estimator.model.function import ModelFunction
+from estimator.model.strings import to_host
+from estimator.summary import write_eval_results
+
+__all__ = ["Runtime"]
+
+logger = logging.getLogger("estimator")
+
+
+class Runtime:
+    """Runs train/evaluate/predict for one Estimator (internal; ``Estimator.runtime``).
+
+    Args:
+      model: the :class:`~estimator.model.ModelFunction`.
+      config: the ``RunConfig`` (with ``model_dir`` set).
+      warm_start_from: ``WarmStartSettings`` or None.
+      input_transform: the host-side batch transform, or None.
+
+    Attributes:
+      model, config, warm_start_from, input_transform: as given.
+      states: the :class:`~estimator.engine.state.StateSource` runs start from.
+    """
+
+    def __init__(self, model: ModelFunction, config, warm_start_from, input_transform) -> None:
+        self.model = model
+        self.config = config
+        self.warm_start_from = warm_start_from
+        self.input_transform = input_transform
+        mesh = config.mesh
+        self._sharding = (
+            None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        )
+        self._compilers: dict[str, StepCompiler] = {}
+        self._checkpointer: ckpt.Checkpointer | None = None
+        self._finalize = jax.jit(finalize)
+        self.states = StateSource(
+            model, self.model_dir, warm_start_from, self._sharding, self._compilers
+        )
+
+    @property
+    def model_dir(self) -> str:
+        return self.config.model_dir
+
+    def compiler(self, mode: str) -> StepCompiler:
+        """The mode's :class:`StepCompiler` (made on first use)."""
+        if mode not in self._compilers:
+            self._compilers[mode] = StepCompiler(self.model, mode, self._sharding)
+        return self._compilers[mode]
+
+    def compile_counts(self) -> dict[str, int]:
+        """``{mode: programs compiled}`` for the modes run so far (a public counter: tests
+        and users check that repeated calls compile nothing)."""
+        return {mode: c.compile_count for mode, c in self._compilers.items()}
+
+    def saver(self) -> ckpt.Checkpointer:
+        """The Estimator's checkpointer (one per Estimator; ``model_dir`` re-listed)."""
+        if self._checkpointer is None:
+            self._checkpointer = ckpt.Checkpointer(
+                self.model_dir,
+                self.config.keep_checkpoint_max,
+                self.config.keep_checkpoint_every_n_hours,
+            )
+        else:
+            # model_dir may have changed since (removed, rolled back, written by another
+            # Estimator): re-list its checkpoints so no save is skipped as "already there".
+            self._checkpointer.reload()
+        return self._checkpointer
+
+    def resolve_checkpoint(self, checkpoint_path, what: str) -> str | None:
+        """A checkpoint path (or the latest in a directory) for ``what`` (a verb for errors);
+        None and no checkpoint in ``model_dir`` give None."""
+        return ckpt.resolve(checkpoint_path, self.model_dir, what)
+
+    def eval_dir(self, name: str | None = None) -> str:
+        """``model_dir/eval`` or ``model_dir/eval_<name>``."""
+        return os.path.join(self.model_dir, "eval" if not name else "eval_" + name)
+
+    def _prefetcher(self, input_fn, mode: str) -> Prefetcher:
+        params = copy.deepcopy(self.model.params)
+        return batch_pipeline(
+            call_input_fn(input_fn, mode, params, self.config),
+            mode,
+            self.input_transform,
+            placement(self.config.mesh),
+        )
+
+    def _session(self, mode: str, runner, state: TrainState, hooks, info) -> Session:
+        """The session hooks see; calls their ``after_create_session`` (TF's order: after
+        ``begin`` and after the state is created or restored)."""
+        session = Session(mode, self.model_dir, runner, int(state.global_step), info.output_names)
+        for hook in hooks:
+            hook.after_create_session(session, None)
+        return session
+
+    # ----- train ------------------------------------------------------------------------
+    def train(self, input_fn, hooks, saving_listeners, latest: str | None) -> float | None:
+        """Trains from checkpoint ``latest`` (or fresh/warm-started variables) until a hook
+        stops or the input ends; returns the last step's loss (None without steps)."""
+        compiler = self.compiler(ModeKeys.TRAIN)
+        prefetcher = self._prefetcher(input_fn, ModeKeys.TRAIN)
+        try:
+            first = prefetcher.peek()
+        except StopIteration:
+            logger.warning(
+                "Training with estimator made no steps. Perhaps input is empty or misspecified."
+            )
+            return None
+        self.model.check_labels(first[1])
+        abstract = self.states.abstract(compiler, first)
+        info = compiler.prepare_run(abstract, *first)
+        all_hooks = default_training_hooks(self.config, info, hooks, saving_listeners, self.saver)
+        for hook in all_hooks:
+            hook.begin()
+        state = self.states.read(compiler, first, latest, training=True, abstract=abstract)
+        runner = TrainRunner(compiler, state, self.config.steps_per_execution)
+        session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
+        guard = SignalGuard(sigterm=self.config.save_checkpoint_on_preemption)
+        try:
+            with guard:
+                count = run_loop(
+                    session, all_hooks, prefetcher, advances_global_step=True, guard=guard
+                )
+            if guard.signum == signal.SIGTERM and self._checkpointer is not None:
+                step, state = session.checkpoint_state(session.global_step)
+                logger.warning("Preempted: saving checkpoints for %d.", step)
+                self._checkpointer.save(step, state)
+        except hooks_lib.NanLossDuringTrainingError:
+            if self._checkpointer is not None:
+                # The last finite state, as the checkpoint of the step whose loss was not
+                # finite: the steps since the last save are not lost.
+                self._checkpointer.save(*session.checkpoint_state(session.global_step))
+            raise
+        finally:
+            if self._checkpointer is not None:
+                self._checkpointer.wait()
+        guard.raise_if_received()
+        if count == 0:
+            logger.warning(
+                "Training with estimator made no steps. Perhaps input is empty or misspecified."
+            )
+        saved = ckpt.latest_checkpoint(self.model_dir)
+        if saved is not None and ckpt.checkpoint_step(saved) == session.global_step:
+            self.states.keep(saved, runner.state)
+        loss = session.outputs.get(hooks_lib.LOSS)
+        return None if loss is None else float(loss)
+
+    # ----- evaluate ---------------------------------------------------------------------
+    def evaluate(
+        self, input_fn, steps, hooks, name, path, state: TrainState | None = None
+    ) -> dict[str, Any]:
+        """Evaluation from checkpoint ``path`` or, when ``state`` is given, from that
+        in-memory state (``InMemoryEvaluatorHook``: no checkpoint needed); writes the
+        results to ``eval_dir(name)`` and returns them (see ``Estimator.evaluate``)."""
+        compiler = self.compiler(ModeKeys.EVAL)
+        prefetcher = self._prefetcher(input_fn, ModeKeys.EVAL)
+        try:
+            first = prefetcher.peek()
+        except StopIteration:
+            raise ValueError(
+                "input_fn returned no batch to evaluate: check its data and num_epochs."
+            ) from None
+        self.model.check_labels(first[1])
+        if state is None:
+            state = self.states.read(compiler, first, path, training=False)
+        else:
+            state = state._replace(opt_state=None)
+        acc = compiler.empty_accumulator(state, *first)
+        info = compiler.prepare_run(state, acc, *first)
+        all_hooks = hooks + list(info.hooks)
+        logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
+        start = time.time()
+        for hook in all_hooks:
+            hook.begin()
+        runner = EvalRunner(compiler, state, acc, self.config.steps_per_execution)
+        session = self._session(ModeKeys.EVAL, runner, state, all_hooks, info)
+        with SignalGuard(sigterm=False) as guard:
+            run_loop(session, all_hooks, prefetcher, num_steps=steps, guard=guard)
+        guard.raise_if_received()
+        runner.flush()
+        metrics, loss = jax.device_get(self._finalize(runner.accumulator))
+        results = {k: host_value(v) for k, v in metrics.items()}
+        results["loss"] = float(loss)
+        results["global_step"] = int(session.global_step)
+        logger.info("Inference Time : %.5fs", time.time() - start)
+        logger.info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S"))
+        logger.info(
+            "Saving dict for global step %d: %s",
+            results["global_step"],
+            ", ".join(f"{k} = {results[k]}" for k in sorted(results)),
+        )
+        write_eval_results(self.eval_dir(name), results, path)
+        return results
+
+    # ----- predict ----------------------------------------------------------------------
+    def predict(self, input_fn, predict_keys, hooks, path, yield_single_examples: bool) -> Iterator:
+        """Yields predictions (see ``Estimator.predict``); the next batch is computed on
+        the device while the current one is yielded."""
+        compiler = self.compiler(ModeKeys.PREDICT)
+        prefetcher = self._prefetcher(input_fn, ModeKeys.PREDICT)
+        try:
+            first = prefetcher.peek()
+        except StopIteration:
+            return
+        state = self.states.read(compiler, first, path, training=False)
+        info = compiler.prepare_run(state, *first)
+        all_hooks = hooks + list(info.hooks)
+        for hook in all_hooks:
+            hook.begin()
+        runner = PredictRunner(compiler, state, predict_keys)
+        session = self._session(ModeKeys.PREDICT, runner, state, all_hooks, info)
+        pending = runner.pending
+        for _ in loop_steps(session, all_hooks, prefetcher):
+            # One batch ahead: yield the previous batch's predictions while this one runs.
+            while len(pending) > 1:
+                batch = extract_keys(pending.pop(0), predict_keys)
+                yield from examples(to_host(batch), yield_single_examples)
+        while pending:
+            batch = extract_keys(pending.pop(0), predict_keys)
+            yield from examples(to_host(batch), yield_single_examples)

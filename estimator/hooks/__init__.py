@@ -1,0 +1,48 @@
+"""Session run hooks: TF's ``SessionRunHook`` protocol and the hooks TF ships.
+
+The bottom layer: hooks see a session (``estimator.engine.loop.Session``) through the
+protocol and import nothing of the model or the engine.
+
+* ``session_run_hook`` — the protocol (``begin``, ``after_create_session``,
+  ``before_run``, ``after_run``, ``end``) and its argument types.
+* ``basic`` — TF's basic hooks (``StopAtStepHook``, ``LoggingTensorHook``,
+  ``NanTensorHook``, ``StepCounterHook``, ``CheckpointSaverHook``, ...).
+* ``progress``, ``profiler`` — a progress bar and a JAX profiler trace.
+* ``checks`` — argument checks for hook and listener lists (internal).
+"""
+
+from estimator.hooks.basic import CheckpointSaverHook as CheckpointSaverHook
+from estimator.hooks.basic import CheckpointSaverListener as CheckpointSaverListener
+from estimator.hooks.basic import FinalOpsHook as FinalOpsHook
+from estimator.hooks.basic import GlobalStepWaiterHook as GlobalStepWaiterHook
+from estimator.hooks.basic import LoggingTensorHook as LoggingTensorHook
+from estimator.hooks.basic import NanLossDuringTrainingError as NanLossDuringTrainingError
+from estimator.hooks.basic import NanTensorHook as NanTensorHook
+from estimator.hooks.basic import SecondOrStepTimer as SecondOrStepTimer
+from estimator.hooks.basic import StepCounterHook as StepCounterHook
+from estimator.hooks.basic import StopAtStepHook as StopAtStepHook
+from estimator.hooks.profiler import ProfilerHook as ProfilerHook
+from estimator.hooks.progress import ProgressBarHook as ProgressBarHook
+from estimator.hooks.session_run_hook import SessionRunArgs as SessionRunArgs
+from estimator.hooks.session_run_hook import SessionRunContext as SessionRunContext
+from estimator.hooks.session_run_hook import SessionRunHook as SessionRunHook
+from estimator.hooks.session_run_hook import SessionRunValues as SessionRunValues
+
+__all__ = [
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
+    "FinalOpsHook",
+    "GlobalStepWaiterHook",
+    "LoggingTensorHook",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
+    "ProfilerHook",
+    "ProgressBarHook",
+    "SecondOrStepTimer",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "StepCounterHook",
+    "StopAtStepHook",
+]

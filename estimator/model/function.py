@@ -1,0 +1,152 @@
+"""``ModelFunction``: the one way ``model_fn`` is run (train, evaluate, predict, export).
+
+It passes TF's arguments by name (``labels``, ``mode``, ``params``, ``config`` when
+``model_fn`` takes them; TF's ``_call_model_fn``), runs the function under the variable
+transform (``estimator.model.variables``) and checks that it returned an
+``EstimatorSpec``. The engine's step functions and the export writer call
+:meth:`ModelFunction.apply`; nothing else calls ``model_fn``.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+from estimator.inputs import fn_args
+from estimator.model.spec import EstimatorSpec
+from estimator.model.variables import APPLY, INIT, Frame, transform_context
+
+__all__ = ["ModelFunction", "verify_model_fn_args"]
+
+logger = logging.getLogger("estimator")
+
+_VALID_MODEL_FN_ARGS = {"features", "labels", "mode", "params", "self", "config"}
+
+
+def verify_model_fn_args(model_fn: Callable, params) -> None:
+    """TF's ``_verify_model_fn_args``: the names ``model_fn`` may take.
+
+    Raises:
+      ValueError: no ``features`` argument, ``params`` given to a ``model_fn`` without a
+        ``params`` argument, or arguments other than TF's (TF's messages).
+    """
+    args = set(fn_args(model_fn))
+    if "features" not in args:
+        raise ValueError(f"model_fn ({model_fn}) must include features argument.")
+    if params is not None and "params" not in args:
+        raise ValueError(
+            f"model_fn ({model_fn}) does not include params argument, but params ({params}) "
+            "is passed to Estimator."
+        )
+    if params is None and "params" in args:
+        logger.warning(
+            "Estimator's model_fn (%s) includes params argument, but params are not passed "
+            "to Estimator.",
+            model_fn,
+        )
+    unexpected = sorted(args - _VALID_MODEL_FN_ARGS)
+    if unexpected:
+        raise ValueError(f"model_fn ({model_fn}) has following not expected args: {unexpected}")
+
+
+class ModelFunction:
+    """A user's ``model_fn`` with its params, config and random seed.
+
+    Args:
+      model_fn: the user's function.
+      params: the Estimator's params (passed when ``model_fn`` takes ``params``).
+      config: the ``RunConfig``.
+      seed: the base random seed (``RunConfig.tf_random_seed``, or one drawn).
+
+    Attributes:
+      trace_count: how many times :meth:`apply` has run ``model_fn`` (each run is a
+        trace: ``model_fn`` runs on tracers, never per step).
+    """
+
+    def __init__(self, model_fn: Callable, params: dict, config, seed: int) -> None:
+        self.model_fn = model_fn
+        self.params = params
+        self.config = config
+        self.base_key = jax.random.key(seed)
+        self.arg_names = set(fn_args(model_fn))
+        self.trace_count = 0
+
+    def check_labels(self, labels) -> None:
+        """Raises TF's ValueError when ``input_fn`` gives labels ``model_fn`` can't take."""
+        if "labels" not in self.arg_names and labels is not None:
+            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
+
+    def apply(
+        self, mode: str, features, labels, variables: dict | None = None, global_step=0
+    ) -> tuple[EstimatorSpec, Frame]:
+        """Runs ``model_fn`` once.
+
+        Args:
+          mode: a ``ModeKeys`` value.
+          features, labels: arrays (traced or concrete) as ``input_fn`` gives them.
+          variables: ``{"trainable": {name: array}, "non_trainable": {...}}`` to read; None
+            creates every variable from its initializer (the *init* run).
+          global_step: int32 scalar: what ``get_global_step()`` returns; it also picks the
+            step's random key (``next_rng_key``).
+
+        Returns:
+          ``(spec, frame)``: the ``EstimatorSpec`` and what the run read and wrote
+          (variables created, assigned, named arrays, summaries).
+
+        Raises:
+          ValueError: labels ``model_fn`` does not take, or a return value that is not an
+            ``EstimatorSpec``; whatever ``model_fn`` raises.
+        """
+        self.check_labels(labels)
+        global_step = jnp.asarray(global_step, jnp.int32)
+        if variables is None:
+            frame = Frame(INIT, self.init_key(mode), global_step)
+        else:
+            frame = Frame(
+                APPLY,
+                self.step_key(global_step),
+                global_step,
+                trainable=variables["trainable"],
+                non_trainable=dict(variables["non_trainable"]),
+            )
+        kwargs = {}
+        if "labels" in self.arg_names:
+            kwargs["labels"] = labels
+        if "mode" in self.arg_names:
+            kwargs["mode"] = mode
+        if "params" in self.arg_names:
+            kwargs["params"] = self.params
+        if "config" in self.arg_names:
+            kwargs["config"] = self.config
+        self.trace_count += 1
+        with transform_context(frame):
+            spec = self.model_fn(features=features, **kwargs)
+        if not isinstance(spec, EstimatorSpec):
+            raise ValueError(
+                f"model_fn should return an EstimatorSpec; it returned {type(spec).__name__}."
+            )
+        return spec, frame
+
+    def public(self) -> Callable:
+        """TF's ``Estimator.model_fn``: ``(features, labels, mode, config) -> EstimatorSpec``
+        with the Estimator's params. Variables take their initial values: no checkpoint is
+        read, as TF's graph variables stay uninitialised until a session runs."""
+
+        def public_model_fn(features, labels, mode, config):
+            model = ModelFunction(self.model_fn, self.params, config, 0)
+            model.base_key = self.base_key
+            return model.apply(mode, features, labels)[0]
+
+        return public_model_fn
+
+    def step_key(self, global_step) -> jax.Array:
+        """The random key of a step: the base key folded with the global step."""
+        return jax.random.fold_in(self.base_key, global_step)
+
+    def init_key(self, mode: str) -> jax.Array:
+        """The random key of the init run of ``mode``."""
+        return jax.random.fold_in(self.base_key, zlib.crc32(f"init/{mode}".encode()) >> 1)
