@@ -106,7 +106,7 @@ def bench(args, census, kind, data) -> None:
         )
         print(f"  ratio (ours end to end / TF, train): {ratio:.2f}")
     if kind == "linear":
-        transform = model._input_transform  # the host phase the Estimator runs per batch
+        transform = model.runtime.input_transform  # the host phase the Estimator runs per batch
         start = time.perf_counter()
         batches = 0
         for features, labels in train_input()():
@@ -133,7 +133,7 @@ def main() -> None:
         "runs TF's side in the same benchmark run",
     )
     args = parser.parse_args()
-    # A cold persistent compilation cache of its own (see estimator.engine.compilation_cache).
+    # A cold persistent compilation cache of its own (see estimator.compilation_cache).
     os.environ["JAX_ESTIMATOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_xla_cache_")
     logging.getLogger("estimator").setLevel(logging.WARNING)
     census = load_census_module()

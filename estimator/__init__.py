@@ -12,6 +12,7 @@ Port a TF 1.x/2.x Estimator by changing the imports and the optimizer line::
 See the README for the porting table.
 """
 
+from estimator import distribute as distribute
 from estimator import early_stopping as early_stopping
 from estimator import experimental as experimental
 from estimator import export as export
@@ -76,6 +77,7 @@ from estimator.vocab_remap import VocabInfo as VocabInfo
 from estimator.warm_starting import WarmStartSettings as WarmStartSettings
 
 __all__ = [
+    "distribute",
     "early_stopping",
     "experimental",
     "export",

@@ -285,12 +285,18 @@ class Checkpointer:
         self._manager.close()
 
 
+def _sharding(spec):
+    """Where a restored array goes: ``spec``'s sharding, else this process's first device
+    (never the sharding it was saved with, which may name devices this process lacks)."""
+    default = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+    return getattr(spec, "sharding", None) or default
+
+
 def _restore_args(abstract):
     def one(spec):
-        sharding = getattr(spec, "sharding", None) or jax.sharding.SingleDeviceSharding(
-            jax.devices()[0]
+        return ocp.ArrayRestoreArgs(
+            sharding=_sharding(spec), global_shape=spec.shape, dtype=spec.dtype
         )
-        return ocp.ArrayRestoreArgs(sharding=sharding, global_shape=spec.shape, dtype=spec.dtype)
 
     return jax.tree.map(one, abstract)
 
@@ -342,7 +348,11 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
                 "Warm-start a new model_dir from it instead (warm_start_from=...)."
             )
         try:
-            opt_state = ocp.StandardCheckpointer().restore(opt_path, abstract_state.opt_state)
+            target = jax.tree.map(
+                lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=_sharding(s)),
+                abstract_state.opt_state,
+            )
+            opt_state = ocp.StandardCheckpointer().restore(opt_path, target)
         except _DAMAGE as err:
             raise _corrupt(path, "opt_state", err) from None
         except (ValueError, KeyError, TypeError) as err:

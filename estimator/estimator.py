@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from estimator import checkpoint as ckpt
-from estimator.engine import compilation_cache
+from estimator import compilation_cache, distribute
 from estimator.engine.model_dir_lock import ModelDirLock
 from estimator.engine.runtime import Runtime
 from estimator.export import _writer
@@ -78,6 +78,7 @@ class Estimator:
         input_transform=None,
     ) -> None:
         self._config = config_with_model_dir(config, model_dir)
+        distribute.connect(self._config)  # a TF_CONFIG cluster: join it before any device use
         compilation_cache.enable(self._config.compilation_cache_dir)  # before any compile
         if not model_fn:
             raise ValueError("model_fn must be provided to Estimator.")
@@ -86,6 +87,7 @@ class Estimator:
         seed = self._config.tf_random_seed
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
+            seed = distribute.shared_seed(seed)  # the same on every process of a job
             logger.info("No tf_random_seed in RunConfig; using seed %d.", seed)
         self._runtime = Runtime(
             ModelFunction(model_fn, self._params, self._config, seed),
@@ -204,7 +206,8 @@ class Estimator:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
         hooks = check_hooks(hooks)
         saving_listeners = check_listeners(saving_listeners)
-        with ModelDirLock(self.model_dir) if self._config.is_chief else contextlib.nullcontext():
+        chief = self._runtime.is_chief
+        with ModelDirLock(self.model_dir) if chief else contextlib.nullcontext():
             self._train_locked(input_fn, hooks, steps, max_steps, saving_listeners)
         return self
 

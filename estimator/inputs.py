@@ -186,10 +186,13 @@ def fn_args(fn) -> tuple[str, ...]:
     )
 
 
-def call_input_fn(input_fn: Callable, mode: str, params: dict, config) -> Any:
-    """Calls ``input_fn`` with the arguments it names among mode, params, config."""
+def call_input_fn(input_fn: Callable, mode: str, params: dict, config, input_context=None) -> Any:
+    """Calls ``input_fn`` with the arguments it names among mode, params, config and
+    input_context (an ``estimator.distribute.InputContext``: this process's shard)."""
     names = fn_args(input_fn)
     kwargs = {}
+    if "input_context" in names:
+        kwargs["input_context"] = input_context
     if "mode" in names:
         kwargs["mode"] = mode
     if "params" in names:

@@ -20,7 +20,7 @@ from typing import Any
 
 import jax
 
-from estimator.engine import compilation_cache as compilation_cache
+from estimator import compilation_cache as compilation_cache
 from estimator.inputs import fn_args
 
 __all__ = ["RunConfig", "TaskType"]
@@ -55,6 +55,7 @@ _EXTRA_REPLACEABLE = [
     "steps_per_execution",
     "save_checkpoint_on_preemption",
     "compilation_cache_dir",
+    "variable_partitions",
 ]
 
 _SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
@@ -151,6 +152,19 @@ def _validate(config: RunConfig) -> None:
         "mesh",
         lambda m: isinstance(m, jax.sharding.Mesh),
         f"mesh must be a jax.sharding.Mesh, given: {config.mesh!r}",
+    )
+    check(
+        "variable_partitions",
+        lambda p: (
+            isinstance(p, dict)
+            and all(
+                isinstance(k, str) and isinstance(v, jax.sharding.PartitionSpec)
+                for k, v in p.items()
+            )
+        ),
+        "variable_partitions must be a dict {regex: jax.sharding.PartitionSpec}, e.g. "
+        "{r'embedding/weights$': PartitionSpec('data', None)}; given: "
+        f"{config.variable_partitions!r}",
     )
     for name in ("train_distribute", "eval_distribute", "experimental_distribute"):
         if getattr(config, name) is not None:
@@ -261,9 +275,15 @@ class RunConfig:
         ``estimator.engine.interrupt``). False keeps TF's behaviour: SIGTERM ends the process at
         once and the steps since the last checkpoint are lost.
       compilation_cache_dir: keyword-only; where JAX keeps compiled programs across
-        processes (``estimator.engine.compilation_cache``): by default
+        processes (``estimator.compilation_cache``): by default
         ``$JAX_ESTIMATOR_CACHE_DIR`` or ``~/.cache/jax-estimator/xla``; None turns it off.
         Ignored when the process has set JAX's cache directory itself.
+      variable_partitions: keyword-only ``{regex: jax.sharding.PartitionSpec}``: variables
+        whose name matches a regex (``re.search``, first match wins) are sharded over the
+        mesh by that spec — e.g. ``{r"embedding_weights$": PartitionSpec("data", None)}``
+        splits a large table's rows over the ``data`` axis — with their optimizer slots;
+        the others are replicated. Checkpoints keep the shards (each process writes its
+        own) and restore onto any mesh. Needs a mesh (``mesh=``, or a multi-process job).
 
     Raises:
       ValueError: TF's messages for invalid values (e.g. "save_summary_steps should be >=
@@ -295,6 +315,7 @@ class RunConfig:
         steps_per_execution: int = 32,
         save_checkpoint_on_preemption: bool = True,
         compilation_cache_dir: str | None = _USE_DEFAULT,
+        variable_partitions: dict | None = None,
     ) -> None:
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, 600
@@ -337,6 +358,7 @@ class RunConfig:
             compilation_cache_dir=compilation_cache.default_dir()
             if compilation_cache_dir is _USE_DEFAULT
             else compilation_cache_dir,
+            variable_partitions=variable_partitions,
         )
         for key, value in values.items():
             object.__setattr__(self, "_" + key, value)
@@ -493,6 +515,7 @@ class RunConfig:
     steps_per_execution = property(lambda self: self._steps_per_execution)
     save_checkpoint_on_preemption = property(lambda self: self._save_checkpoint_on_preemption)
     compilation_cache_dir = property(lambda self: self._compilation_cache_dir)
+    variable_partitions = property(lambda self: self._variable_partitions)
     cluster_spec = property(lambda self: self._cluster_spec)
     task_type = property(lambda self: self._task_type)
     task_id = property(lambda self: self._task_id)

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -409,6 +410,9 @@ def test_chief_only_hooks_run_on_the_chief_alone(tmp_path, monkeypatch):
             }
         ),
     )
+    # One process plays a task of a TF-style cluster: joining the JAX job is stubbed out
+    # (tests/test_multihost.py runs real multi-process jobs).
+    monkeypatch.setattr(jax.distributed, "initialize", lambda **kwargs: None)
     config = est.RunConfig(tf_random_seed=0, save_checkpoints_steps=2)
     assert not config.is_chief
     e = est.Estimator(with_hooks, str(tmp_path), config=config, params={})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import jax
 import numpy as np
 import pytest
 from linear_model import EVAL, TRAIN, make, reference_eval_loss
@@ -25,6 +26,9 @@ def test_argument_errors(tmp_path, monkeypatch):
         InMemoryEvaluatorHook(object(), EVAL)
     with pytest.raises(TypeError, match="Hooks must be a SessionRunHook, given: 1"):
         InMemoryEvaluatorHook(e, EVAL, hooks=[1])
+    # One process plays a task of a TF-style cluster: joining the JAX job is stubbed out
+    # (tests/test_multihost.py runs real multi-process jobs).
+    monkeypatch.setattr(jax.distributed, "initialize", lambda **kwargs: None)
     cluster = {"chief": ["a:1"], "worker": ["b:1"]}
     monkeypatch.setenv(
         "TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})

@@ -73,6 +73,10 @@ def test_no_import_cycles():
         ("estimator.hooks", ("estimator.model", "estimator.engine", "estimator.training")),
         ("estimator.model", ("estimator.engine", "estimator.training", "estimator.estimator")),
         ("estimator.engine", ("estimator.training", "estimator.estimator")),
+        (
+            "estimator.distribute",
+            ("estimator.model", "estimator.engine", "estimator.training", "estimator.estimator"),
+        ),
     ],
 )
 def test_layers_import_only_downwards(layer, forbidden):

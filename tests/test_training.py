@@ -9,6 +9,7 @@ import logging
 import os
 import pickle
 
+import jax
 import numpy as np
 import pytest
 from linear_model import EVAL, TRAIN, X, Y, make, reference_eval_loss
@@ -251,6 +252,9 @@ def test_user_saving_listeners_and_hooks_are_kept(tmp_path):
 
 # ----- distributed tasks --------------------------------------------------------------------
 def _set_task(monkeypatch, task_type, index=0, cluster=None):
+    # One process plays a task of a TF-style cluster: joining the JAX job is stubbed out
+    # (tests/test_multihost.py runs real multi-process jobs).
+    monkeypatch.setattr(jax.distributed, "initialize", lambda **kwargs: None)
     cluster = cluster or {"chief": ["localhost:1"], "worker": ["localhost:2"]}
     monkeypatch.setenv(
         "TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": task_type, "index": index}})

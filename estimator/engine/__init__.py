@@ -6,9 +6,8 @@
 * ``loop`` — the session loop: TF's hook protocol around the compiled steps.
 * ``runtime`` — ``Runtime``: one Estimator's engine (``Estimator.runtime``).
 * ``default_hooks`` — the hooks ``train()`` adds, in TF's order.
-* ``interrupt``, ``model_dir_lock``, ``compilation_cache``, ``eval_results`` — signals,
-  the one-writer lock on ``model_dir``, the persistent XLA cache, evaluation's final
-  values.
+* ``interrupt``, ``model_dir_lock``, ``eval_results`` — signals, the one-writer lock on
+  ``model_dir``, evaluation's final values.
 
 Layers, each importing only those before it: ``estimator.hooks`` (the protocol and TF's
 hooks), ``estimator.model`` (what ``model_fn`` writes), this package,

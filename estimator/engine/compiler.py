@@ -42,7 +42,8 @@ class StepCompiler:
     Args:
       model: the :class:`~estimator.model.ModelFunction`.
       mode: a ``ModeKeys`` value (the step is ``estimator.engine.steps.PROGRAMS[mode]``).
-      state_sharding: sharding of the state (None on one device).
+      state_sharding: ``state_sharding(state) -> pytree of shardings`` (None on one
+        device).
 
     Attributes:
       info: the :class:`StepInfo` of the current run (see :meth:`prepare_run`).
@@ -76,7 +77,7 @@ class StepCompiler:
         """Freshly initialised variables (and optimizer state in TRAIN mode)."""
         state = self._init(features, labels)
         if self.state_sharding is not None:
-            state = jax.device_put(state, self.state_sharding)
+            state = jax.device_put(state, self.state_sharding(state))
         return state
 
     def empty_accumulator(self, state, features, labels):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from estimator.distribute.placement import SyncedTimer
 from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.summary import make_summary_hook
@@ -21,7 +22,7 @@ logger = logging.getLogger("estimator")
 
 
 def default_training_hooks(
-    config, info, hooks, saving_listeners, saver: Callable
+    config, info, hooks, saving_listeners, saver: Callable, *, chief: bool, processes: int = 1
 ) -> list[SessionRunHook]:
     """All hooks of a ``train()`` call, in call order.
 
@@ -31,6 +32,10 @@ def default_training_hooks(
       hooks: the caller's hooks (with a ``StopAtStepHook`` for steps/max_steps).
       saving_listeners: ``CheckpointSaverListener``s.
       saver: returns the Estimator's ``Checkpointer``.
+      chief: whether this process is the job's chief.
+      processes: JAX processes in the job. With several, every process saves checkpoints
+        (an orbax save is collective: written once, each process its part), at steps all
+        agree on; the other chief hooks, and the loss logging, run on the chief alone.
 
     Raises:
       ValueError: listeners without a checkpoint saver (TF's message).
@@ -41,7 +46,7 @@ def default_training_hooks(
     # hook raises as soon as any fetch or checkpoint save brings the record to the host,
     # and checks it itself every log_step_count_steps (100 without logging) and at the end.
     worker_hooks.append(hooks_lib.NanTensorHook(hooks_lib.LOSS, every_n_iter=log_steps or 100))
-    if log_steps:
+    if log_steps and (chief or processes == 1):
         worker_hooks.append(
             hooks_lib.LoggingTensorHook(
                 {"loss": hooks_lib.LOSS, "step": hooks_lib.GLOBAL_STEP}, every_n_iter=log_steps
@@ -51,15 +56,20 @@ def default_training_hooks(
     worker_hooks.extend(spec_hooks)
     chief_hooks: list[SessionRunHook] = []
     existing = worker_hooks + spec_chief_hooks
+    collective_save = processes > 1
     if config.save_checkpoints_secs or config.save_checkpoints_steps:
         if not any(isinstance(h, hooks_lib.CheckpointSaverHook) for h in existing):
+            secs, steps = config.save_checkpoints_secs, config.save_checkpoints_steps
+            timer = hooks_lib.SecondOrStepTimer(every_secs=secs, every_steps=steps)
             chief_hooks.append(
                 hooks_lib.CheckpointSaverHook(
                     config.model_dir,
-                    save_secs=config.save_checkpoints_secs,
-                    save_steps=config.save_checkpoints_steps,
-                    # Non-chief workers drop the hook below; they open no checkpointer.
-                    saver=saver() if config.is_chief else None,
+                    save_secs=secs,
+                    save_steps=steps,
+                    # Non-chief workers of a TF-style cluster drop the hook below; they open
+                    # no checkpointer.
+                    saver=saver() if chief or collective_save else None,
+                    timer=SyncedTimer(timer, secs, log_steps or 100) if collective_save else None,
                 )
             )
     else:
@@ -84,8 +94,10 @@ def default_training_hooks(
         )
     if config.save_summary_steps:
         all_hooks.append(make_summary_hook(config.model_dir, config.save_summary_steps))
-    if not config.is_chief:
+    if not chief:
         # TF's MonitoredTrainingSession runs chief-only hooks (checkpoints, step counter,
-        # summaries, EstimatorSpec.training_chief_hooks) on the chief alone.
-        return worker_hooks
+        # summaries, EstimatorSpec.training_chief_hooks) on the chief alone; in a JAX
+        # multi-process job every process takes part in the (collective) checkpoint save.
+        savers = [h for h in chief_hooks if isinstance(h, hooks_lib.CheckpointSaverHook)]
+        return (savers if collective_save else []) + worker_hooks
     return all_hooks + worker_hooks

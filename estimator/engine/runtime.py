@@ -9,6 +9,7 @@ the Estimator's private members.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import os
 import signal
@@ -19,6 +20,7 @@ from typing import Any
 import jax
 
 from estimator import checkpoint as ckpt
+from estimator import distribute
 from estimator.engine.compiler import StepCompiler
 from estimator.engine.default_hooks import default_training_hooks
 from estimator.engine.eval_results import finalize, host_value
@@ -66,9 +68,23 @@ class Runtime:
         self.config = config
         self.warm_start_from = warm_start_from
         self.input_transform = input_transform
-        mesh = config.mesh
+        self.mesh = distribute.mesh_for(config)
+        self.processes = jax.process_count()
+        distribute.check_same("model_dir", os.path.abspath(config.model_dir))
+        self.is_chief = distribute.is_chief(config)
+        partitions = config.variable_partitions
+        if partitions and self.mesh is None:
+            raise ValueError(
+                "RunConfig(variable_partitions=...) shards variables over a mesh, but there is "
+                "none: pass RunConfig(mesh=jax.sharding.Mesh(jax.devices(), ('data',))) too "
+                "(a multi-process job has one by default)."
+            )
         self._sharding = (
-            None if mesh is None else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+            None
+            if self.mesh is None
+            else functools.partial(
+                distribute.state_shardings, mesh=self.mesh, partitions=partitions
+            )
         )
         self._compilers: dict[str, StepCompiler] = {}
         self._checkpointer: ckpt.Checkpointer | None = None
@@ -115,14 +131,26 @@ class Runtime:
         """``model_dir/eval`` or ``model_dir/eval_<name>``."""
         return os.path.join(self.model_dir, "eval" if not name else "eval_" + name)
 
+    def input_context(self) -> distribute.InputContext:
+        """This process's share of the input (what ``input_fn(input_context)`` receives)."""
+        replicas = 1 if self.mesh is None else self.mesh.shape[self.mesh.axis_names[0]]
+        return distribute.InputContext(self.processes, jax.process_index(), replicas)
+
     def _prefetcher(self, input_fn, mode: str) -> Prefetcher:
         params = copy.deepcopy(self.model.params)
-        return batch_pipeline(
-            call_input_fn(input_fn, mode, params, self.config),
-            mode,
-            self.input_transform,
-            placement(self.config.mesh),
+        place = (
+            distribute.process_local_placement(self.mesh)
+            if self.processes > 1
+            else placement(self.mesh)
         )
+        result = call_input_fn(input_fn, mode, params, self.config, self.input_context())
+        return batch_pipeline(result, mode, self.input_transform, place)
+
+    @property
+    def steps_per_execution(self) -> int:
+        """``RunConfig.steps_per_execution``; 1 in a multi-process job, where every process
+        must run the same programs in the same order whatever its hooks fetch."""
+        return 1 if self.processes > 1 else self.config.steps_per_execution
 
     def _session(self, mode: str, runner, state: TrainState, hooks, info) -> Session:
         """The session hooks see; calls their ``after_create_session`` (TF's order: after
@@ -148,13 +176,24 @@ class Runtime:
         self.model.check_labels(first[1])
         abstract = self.states.abstract(compiler, first)
         info = compiler.prepare_run(abstract, *first)
-        all_hooks = default_training_hooks(self.config, info, hooks, saving_listeners, self.saver)
+        all_hooks = default_training_hooks(
+            self.config,
+            info,
+            hooks,
+            saving_listeners,
+            self.saver,
+            chief=self.is_chief,
+            processes=self.processes,
+        )
         for hook in all_hooks:
             hook.begin()
         state = self.states.read(compiler, first, latest, training=True, abstract=abstract)
-        runner = TrainRunner(compiler, state, self.config.steps_per_execution)
+        runner = TrainRunner(compiler, state, self.steps_per_execution)
         session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
-        guard = SignalGuard(sigterm=self.config.save_checkpoint_on_preemption)
+        # A save is collective in a multi-process job: one process's SIGTERM can't save.
+        guard = SignalGuard(
+            sigterm=self.config.save_checkpoint_on_preemption and self.processes == 1
+        )
         try:
             with guard:
                 count = run_loop(
@@ -211,7 +250,7 @@ class Runtime:
         start = time.time()
         for hook in all_hooks:
             hook.begin()
-        runner = EvalRunner(compiler, state, acc, self.config.steps_per_execution)
+        runner = EvalRunner(compiler, state, acc, self.steps_per_execution)
         session = self._session(ModeKeys.EVAL, runner, state, all_hooks, info)
         with SignalGuard(sigterm=False) as guard:
             run_loop(session, all_hooks, prefetcher, num_steps=steps, guard=guard)
@@ -228,7 +267,8 @@ class Runtime:
             results["global_step"],
             ", ".join(f"{k} = {results[k]}" for k in sorted(results)),
         )
-        write_eval_results(self.eval_dir(name), results, path)
+        if jax.process_index() == 0:  # every process of a job has them; one writes them
+            write_eval_results(self.eval_dir(name), results, path)
         return results
 
     # ----- predict ----------------------------------------------------------------------
@@ -252,8 +292,13 @@ class Runtime:
         for _ in loop_steps(session, all_hooks, prefetcher):
             # One batch ahead: yield the previous batch's predictions while this one runs.
             while len(pending) > 1:
-                batch = extract_keys(pending.pop(0), predict_keys)
-                yield from examples(to_host(batch), yield_single_examples)
+                yield from examples(self._host(pending.pop(0), predict_keys), yield_single_examples)
         while pending:
-            batch = extract_keys(pending.pop(0), predict_keys)
-            yield from examples(to_host(batch), yield_single_examples)
+            yield from examples(self._host(pending.pop(0), predict_keys), yield_single_examples)
+
+    def _host(self, predictions, predict_keys):
+        """A batch's predictions on the host: this process's rows in a multi-process job."""
+        predictions = extract_keys(predictions, predict_keys)
+        if self.processes > 1:
+            predictions = distribute.process_local(predictions, self.mesh)
+        return to_host(predictions)

@@ -27,7 +27,8 @@ class StateSource:
       model: the :class:`ModelFunction`.
       model_dir: the Estimator's model directory (for log messages).
       warm_start_from: ``WarmStartSettings`` or None.
-      sharding: where the state lives (None: the default device).
+      sharding: ``sharding(state) -> pytree of shardings``: where the state lives (None:
+        the default device).
       compilers: the Estimator's step compilers by mode (the train one knows ``train_op``,
         whose state a warm start rebuilds).
     """
@@ -56,8 +57,9 @@ class StateSource:
             abstract = compiler.abstract_state(batch[0], labels)
             if self.sharding is not None:
                 abstract = jax.tree.map(
-                    lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=self.sharding),
+                    lambda s, where: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=where),
                     abstract,
+                    self.sharding(abstract),
                 )
             self._abstracts[key] = abstract
         return self._abstracts[key]
@@ -114,7 +116,7 @@ class StateSource:
             jnp.full((), -1, jnp.int32),
         )
         if self.sharding is not None:
-            state = jax.device_put(state, self.sharding)
+            state = jax.device_put(state, self.sharding(state))
         if not training:
             self._cache = (path, state)
         return state
@@ -133,7 +135,7 @@ class StateSource:
             init_opt_state=init_opt_state,
         )
         if self.sharding is not None:
-            state = jax.device_put(state, self.sharding)
+            state = jax.device_put(state, self.sharding(state))
         return state
 
 

@@ -316,6 +316,13 @@ def export(
     Returns:
       The export directory as bytes (what TF returns).
     """
+    if jax.process_count() > 1:
+        raise RuntimeError(
+            "Exporting inside a multi-process job is not supported: the export would be "
+            "written by every process. Export from the evaluator task (EvalSpec(exporters="
+            "...)) or, after training, from one process: Estimator(model_fn, model_dir)"
+            ".export_saved_model(...) without TF_CONFIG."
+        )
     runtime = estimator.runtime
     path = checkpoint_path or estimator.latest_checkpoint()
     if checkpoint_path:

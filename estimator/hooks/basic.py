@@ -399,6 +399,10 @@ class CheckpointSaverHook(SessionRunHook):
         the RunConfig's retention); None makes one keeping 5.
       checkpoint_basename, scaffold, save_graph_def: accepted for TF compatibility.
       listeners: ``CheckpointSaverListener``s.
+      timer: keyword-only, beyond TF: what decides when to save (a
+        :class:`SecondOrStepTimer` or an object with its methods), made from
+        ``save_secs``/``save_steps`` when None. In a multi-process job the Estimator passes
+        one whose decisions all processes share (``estimator.distribute.SyncedTimer``).
 
     Raises:
       ValueError: from :class:`SecondOrStepTimer` when not exactly one interval is given.
@@ -414,10 +418,12 @@ class CheckpointSaverHook(SessionRunHook):
         scaffold=None,
         listeners=None,
         save_graph_def=True,
+        *,
+        timer=None,
     ) -> None:
         del checkpoint_basename, scaffold, save_graph_def
         self._checkpoint_dir = checkpoint_dir
-        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._timer = timer or SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
         self._saver = saver
         self._listeners = list(listeners or [])
 

@@ -1,0 +1,38 @@
+"""Several processes, several machines: TF_CONFIG clusters on ``jax.distributed``.
+
+* ``cluster`` — joining the job from ``TF_CONFIG`` (``connect``), the chief, the global
+  mesh, a seed every process shares.
+* ``input_context`` — :class:`InputContext`: which shard of the input a process reads.
+* ``placement`` — global batches from each process's rows, process-local values out,
+  checkpoint decisions every process shares.
+* ``sharding`` — where the state lives: replicated, or sharded by
+  ``RunConfig(variable_partitions=...)``.
+
+See the README's "Running on several machines".
+"""
+
+from estimator.distribute.cluster import check_same as check_same
+from estimator.distribute.cluster import connect as connect
+from estimator.distribute.cluster import is_chief as is_chief
+from estimator.distribute.cluster import mesh_for as mesh_for
+from estimator.distribute.cluster import multi_process as multi_process
+from estimator.distribute.cluster import shared_seed as shared_seed
+from estimator.distribute.input_context import InputContext as InputContext
+from estimator.distribute.placement import SyncedTimer as SyncedTimer
+from estimator.distribute.placement import process_local as process_local
+from estimator.distribute.placement import process_local_placement as process_local_placement
+from estimator.distribute.sharding import state_shardings as state_shardings
+
+__all__ = [
+    "InputContext",
+    "SyncedTimer",
+    "check_same",
+    "connect",
+    "is_chief",
+    "mesh_for",
+    "multi_process",
+    "process_local",
+    "process_local_placement",
+    "shared_seed",
+    "state_shardings",
+]

@@ -1,0 +1,154 @@
+"""Joining a multi-process job: ``jax.distributed`` from TF_CONFIG, the global mesh, the
+chief, and what every process must agree on.
+
+A TF Estimator job on several machines sets ``TF_CONFIG`` (``chief``, ``worker``,
+``evaluator`` tasks) and runs the same program on each. Here the ``chief`` and ``worker``
+tasks form one JAX multi-controller job (``jax.distributed``: a coordination service on
+the chief's address, XLA collectives between processes); the ``evaluator`` stays outside
+it and reads checkpoints. There is no parameter server: variables are replicated (or
+sharded) over the global mesh and gradients are reduced by XLA.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+
+import jax
+import numpy as np
+from jax.experimental import multihost_utils
+
+from estimator.run_config import TaskType
+
+__all__ = ["check_same", "connect", "is_chief", "mesh_for", "multi_process", "shared_seed"]
+
+logger = logging.getLogger("estimator")
+
+# Seconds without a heartbeat after which the coordination service declares a process dead
+# and every other process fails (jax.distributed's default is 100).
+HEARTBEAT_ENV = "JAX_ESTIMATOR_HEARTBEAT_SECS"
+DEFAULT_HEARTBEAT_SECS = 30
+
+
+def _training_tasks(config) -> list[tuple[str, int, str]]:
+    """``(task_type, task_id, address)`` of the chief and workers, in global-id order."""
+    cluster = config.cluster_spec.as_dict()
+    tasks = [(TaskType.CHIEF, i, a) for i, a in enumerate(cluster.get(TaskType.CHIEF, []))]
+    tasks += [(TaskType.WORKER, i, a) for i, a in enumerate(cluster.get(TaskType.WORKER, []))]
+    return tasks
+
+
+def connect(config) -> bool:
+    """Starts ``jax.distributed`` for a ``chief``/``worker`` task of a TF_CONFIG cluster.
+
+    Coordinator: the chief's address; ``num_processes``: chief + workers;
+    ``process_id``: the task's rank among them (the chief 0, then ``worker`` 0, 1, ...),
+    which is TF's ``global_id_in_cluster`` unless the cluster lists an ``evaluator`` (TF
+    numbers it before the workers; it is no process of the training job). Does nothing without a
+    cluster, for a single training task, for the ``evaluator`` (it stays outside the
+    training job), or when ``jax.distributed`` is already initialised (a job started by
+    the user's own ``jax.distributed.initialize`` is used as it is).
+
+    Must run before anything touches a JAX device (the Estimator calls it first).
+
+    Returns:
+      True when this call initialised ``jax.distributed``.
+
+    Raises:
+      ValueError: a cluster with ``ps`` tasks (no parameter servers: variables are
+        replicated or sharded over the global mesh), or a cluster without a chief.
+      RuntimeError: JAX was already used in this process (devices created) before the
+        Estimator joined the cluster.
+    """
+    if jax.distributed.is_initialized() or not config.cluster_spec.as_dict():
+        return False
+    if config.task_type not in (TaskType.CHIEF, TaskType.WORKER):
+        return False  # the evaluator (or a ps task, refused by train_and_evaluate)
+    if config.num_ps_replicas:
+        raise ValueError(
+            "TF_CONFIG names ps tasks, but there are no parameter servers here: every chief "
+            "and worker process holds the variables (replicated, or sharded with "
+            "RunConfig(variable_partitions=...)) and XLA reduces the gradients. Remove the "
+            "ps tasks from the cluster."
+        )
+    tasks = _training_tasks(config)
+    if len(tasks) < 2:
+        return False
+    if not any(t == TaskType.CHIEF for t, _, _ in tasks):
+        raise ValueError("A multi-process cluster needs a chief task in TF_CONFIG.")
+    coordinator = tasks[0][2]
+    process_id = [(t, i) for t, i, _ in tasks].index((config.task_type, config.task_id))
+    heartbeat = int(os.environ.get(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECS))
+    logger.info(
+        "Joining a %d-process job as %s:%d (process %d), coordinator %s.",
+        len(tasks),
+        config.task_type,
+        config.task_id,
+        process_id,
+        coordinator,
+    )
+    try:
+        jax.distributed.initialize(
+            coordinator_address=coordinator,
+            num_processes=len(tasks),
+            process_id=process_id,
+            heartbeat_timeout_seconds=heartbeat,
+        )
+    except RuntimeError as err:
+        raise RuntimeError(
+            f"Could not join the TF_CONFIG cluster as {config.task_type}:{config.task_id}: "
+            f"{str(err).rstrip('.')}. JAX must not have been used in this process before the "
+            "first Estimator is built (build no mesh and run no jax computation before it), or "
+            "call jax.distributed.initialize(...) yourself first."
+        ) from err
+    return True
+
+
+def multi_process() -> bool:
+    """Whether this process is one of several in a ``jax.distributed`` job."""
+    return jax.process_count() > 1
+
+
+def is_chief(config) -> bool:
+    """The chief of the job: TF_CONFIG's chief task, and JAX process 0 (without TF_CONFIG,
+    a job the user started with ``jax.distributed.initialize``)."""
+    return bool(config.is_chief) and jax.process_index() == 0
+
+
+def mesh_for(config):
+    """The mesh a run uses: ``RunConfig.mesh``; in a multi-process job without one, every
+    device of every process on one ``data`` axis; else None (one device)."""
+    if config.mesh is not None:
+        return config.mesh
+    if multi_process():
+        return jax.sharding.Mesh(np.array(jax.devices()), ("data",))
+    return None
+
+
+def shared_seed(seed: int) -> int:
+    """Process 0's ``seed`` on every process (replicated variables start equal)."""
+    if not multi_process():
+        return seed
+    return int(multihost_utils.broadcast_one_to_all(np.int32(seed)))
+
+
+def check_same(what: str, value: str) -> None:
+    """Raises on every process when ``value`` (e.g. ``model_dir``) differs between the
+    processes of a job (a checkpoint save would otherwise wait forever for files another
+    process writes elsewhere).
+
+    Raises:
+      ValueError: naming this process's value and the fix.
+    """
+    if not multi_process():
+        return
+    digest = np.frombuffer(hashlib.sha256(value.encode()).digest()[:8], np.int32)
+    try:
+        multihost_utils.assert_equal(digest)
+    except AssertionError:
+        raise ValueError(
+            f"Every process of a multi-process job must use the same {what}; process "
+            f"{jax.process_index()} has {value!r}, which differs from another's. Use one "
+            f"{what} on storage every host sees (NFS, GCS, ...)."
+        ) from None

@@ -1,0 +1,135 @@
+"""One process of a small multi-process job (run by tests/test_multihost.py).
+
+Usage: ``python multihost_job.py MODEL_DIR TASK_TYPE INDEX PORTS [--steps N]`` with
+``TF_CONFIG`` built from ``PORTS`` (comma-separated: chief, then workers), or
+``python multihost_job.py MODEL_DIR single 0 - --devices 4`` for one process with 4 devices.
+``--train-and-evaluate`` runs ``train_and_evaluate`` instead (``TASK_TYPE`` may then be
+``evaluator``, a task outside the training job). Prints one JSON line: the process's
+weights and evaluation.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+parser = argparse.ArgumentParser()
+args = None
+parser.add_argument("model_dir")
+parser.add_argument("task_type")
+parser.add_argument("index", type=int)
+parser.add_argument("ports")
+parser.add_argument("--devices", type=int, default=2)
+parser.add_argument("--steps", type=int, default=6)
+parser.add_argument("--forever", action="store_true")
+parser.add_argument("--train-and-evaluate", action="store_true")
+parser.add_argument("--partition", action="store_true", help="shard w over the data axis")
+parser.add_argument("--export", action="store_true", help="export after training")
+if __name__ == "__main__":  # set up the process before JAX starts (the tests import this)
+    args = parser.parse_args()
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
+if args is not None and args.task_type != "single":
+    ports = args.ports.split(",")
+    cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{p}" for p in ports[1:]]}
+    if args.train_and_evaluate:
+        cluster["evaluator"] = ["localhost:1"]  # outside the training job: never contacted
+    task = {"type": args.task_type, "index": args.index}
+    os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": task})
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
+import estimator as est  # noqa: E402
+
+GLOBAL_BATCH = 16
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(GLOBAL_BATCH * 4, 4)).astype(np.float32)
+Y = (X @ np.array([1.0, -2.0, 0.5, 0.25], np.float32) + 0.3).astype(np.float32)
+
+
+def model_fn(features, labels, mode):
+    w = est.get_variable("w", [4], initializer=est.initializers.zeros_initializer())
+    b = est.get_variable("b", [], initializer=est.initializers.zeros_initializer())
+    prediction = features["x"] @ w + b
+    if mode == est.ModeKeys.PREDICT:
+        return est.EstimatorSpec(mode, predictions={"y": prediction})
+    loss = jnp.mean((prediction - labels) ** 2)
+    return est.EstimatorSpec(
+        mode,
+        predictions={"y": prediction},
+        loss=loss,
+        train_op=optax.sgd(0.1),
+        eval_metric_ops={"mae": est.metrics.mean_absolute_error(labels, prediction)},
+    )
+
+
+def input_fn(input_context):
+    """Global batch j is X[16j:16j+16]; pipeline i of n reads its 16/n rows of each."""
+    n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
+    local = GLOBAL_BATCH // n
+    j = 0
+    while True:
+        start = (j % 4) * GLOBAL_BATCH + i * local
+        yield {"x": X[start : start + local]}, Y[start : start + local]
+        j += 1
+        if not args.forever and j == 4 * 10:
+            return
+
+
+def eval_input_fn(input_context):
+    n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
+    local = GLOBAL_BATCH // n
+    for j in range(4):
+        start = j * GLOBAL_BATCH + i * local
+        yield {"x": X[start : start + local]}, Y[start : start + local]
+
+
+def main():
+    partitions = {"^w$": jax.sharding.PartitionSpec("data")} if args.partition else None
+    config = est.RunConfig(
+        tf_random_seed=3,
+        save_checkpoints_steps=3,
+        log_step_count_steps=1,
+        variable_partitions=partitions,
+    )
+    e = est.Estimator(model_fn, args.model_dir, config)
+    print("started", jax.process_index(), jax.process_count(), jax.device_count(), flush=True)
+    if args.train_and_evaluate:
+        exporter = est.LatestExporter(
+            "latest", est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
+        )
+        metrics, _ = est.train_and_evaluate(
+            e,
+            est.TrainSpec(input_fn, max_steps=args.steps),
+            est.EvalSpec(
+                eval_input_fn, steps=None, exporters=[exporter], start_delay_secs=0, throttle_secs=1
+            ),
+        )
+        if metrics is None:  # chief and worker: train only (TF's distributed semantics)
+            metrics = e.evaluate(eval_input_fn, name="after")
+    else:
+        e.train(input_fn, steps=args.steps if not args.forever else None)
+        metrics = e.evaluate(eval_input_fn)
+    exported = None
+    if args.export:
+        receiver = est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
+        exported = e.export_saved_model(os.path.join(args.model_dir, "export"), receiver)
+        exported = exported and exported.decode()
+    result = {
+        "exported": exported,
+        "process": jax.process_index(),
+        "processes": jax.process_count(),
+        "devices": jax.device_count(),
+        "w": e.get_variable_value("w").tolist(),
+        "b": float(e.get_variable_value("b")),
+        "metrics": {k: float(v) for k, v in metrics.items()},
+        "checkpoints": sorted(os.listdir(args.model_dir)),
+    }
+    print("RESULT " + json.dumps(result), flush=True)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

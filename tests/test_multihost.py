@@ -1,0 +1,287 @@
+"""Several processes (``estimator.distribute``): TF_CONFIG clusters on ``jax.distributed``.
+
+The multi-process tests launch ``tests/multihost_job.py`` as localhost subprocesses, each
+with a timeout, so a hang fails the test instead of stalling the suite."""
+
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import jax
+import multihost_job  # the job's model_fn, for a single process after the job
+import numpy as np
+import optax
+import pytest
+
+import estimator as est
+from estimator import distribute
+
+JOB = pathlib.Path(__file__).with_name("multihost_job.py")
+
+
+# ----- joining the cluster (in process: jax.distributed.initialize is recorded) -----------
+
+
+@pytest.fixture
+def initialize_calls(monkeypatch):
+    calls = []
+    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: False)
+    monkeypatch.setattr(jax.distributed, "initialize", lambda **kw: calls.append(kw))
+    return calls
+
+
+def _tf_config(monkeypatch, task_type, index, cluster=None):
+    cluster = cluster or {
+        "chief": ["host0:2222"],
+        "worker": ["host1:2222", "host2:2222"],
+        "evaluator": ["host3:2222"],
+    }
+    task = {"type": task_type, "index": index}
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": task}))
+
+
+def model_fn(features, labels, mode):
+    w = est.get_variable("w", [1], initializer=est.initializers.zeros_initializer())
+    loss = (features["x"] @ w - labels).mean() ** 2
+    return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.1), predictions=loss)
+
+
+@pytest.mark.parametrize(
+    ("task_type", "index", "process_id", "tf_global_id"),
+    [("chief", 0, 0, 0), ("worker", 0, 1, 2), ("worker", 1, 2, 3)],
+)
+def test_a_tf_config_cluster_starts_jax_distributed(
+    tmp_path, monkeypatch, initialize_calls, task_type, index, process_id, tf_global_id
+):
+    # JAX process ids: the chief 0, then the workers. TF's global ids (TF 2.15's
+    # _get_global_id_in_cluster) number the evaluator job before the workers.
+    _tf_config(monkeypatch, task_type, index)
+    config = est.RunConfig(model_dir=str(tmp_path))
+    est.Estimator(model_fn, config=config)
+    assert config.global_id_in_cluster == tf_global_id
+    assert len(initialize_calls) == 1
+    call = initialize_calls[0]
+    assert call["coordinator_address"] == "host0:2222"
+    assert call["num_processes"] == 3  # chief + 2 workers; the evaluator stays outside
+    assert call["process_id"] == process_id
+    assert call["heartbeat_timeout_seconds"] == distribute.cluster.DEFAULT_HEARTBEAT_SECS
+
+
+def test_evaluator_no_cluster_and_an_initialised_job_do_not_initialise(
+    tmp_path, monkeypatch, initialize_calls
+):
+    _tf_config(monkeypatch, "evaluator", 0)
+    est.Estimator(model_fn, config=est.RunConfig(model_dir=str(tmp_path / "a")))
+    monkeypatch.delenv("TF_CONFIG")
+    est.Estimator(model_fn, config=est.RunConfig(model_dir=str(tmp_path / "b")))
+    _tf_config(monkeypatch, "worker", 0)
+    monkeypatch.setattr(jax.distributed, "is_initialized", lambda: True)  # the user's own
+    est.Estimator(model_fn, config=est.RunConfig(model_dir=str(tmp_path / "c")))
+    assert initialize_calls == []
+
+
+def test_parameter_servers_are_refused_with_the_alternative(tmp_path, monkeypatch):
+    cluster = {"chief": ["h:1"], "worker": ["h:2"], "ps": ["h:3"]}
+    _tf_config(monkeypatch, "worker", 0, cluster)
+    with pytest.raises(ValueError, match="no parameter servers here.*Remove the ps tasks"):
+        est.Estimator(model_fn, config=est.RunConfig(model_dir=str(tmp_path)))
+
+
+def test_input_context_is_tfs():
+    # From TF 2.15.1: tf.distribute.InputContext(2, 1, 4): str, 8 -> 2, and 6 raises.
+    context = distribute.InputContext(2, 1, 4)
+    assert str(context) == "tf.distribute.InputContext(input pipeline id 1, total: 2)"
+    assert context.get_per_replica_batch_size(8) == 2
+    with pytest.raises(ValueError) as err:
+        context.get_per_replica_batch_size(6)
+    assert str(err.value) == (
+        "The `global_batch_size` 6 is not divisible by `num_replicas_in_sync` 4 "
+    )
+
+
+def test_input_fn_gets_this_process_input_context(tmp_path):
+    seen = []
+
+    def input_fn(input_context):
+        seen.append(input_context)
+        return {"x": np.ones((4, 1), np.float32)}, np.ones((4,), np.float32)
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:2]), ("data",))
+    e = est.Estimator(model_fn, str(tmp_path), est.RunConfig(mesh=mesh))
+    e.train(input_fn, steps=1)
+    context = seen[0]
+    assert (context.num_input_pipelines, context.input_pipeline_id) == (1, 0)
+    assert context.num_replicas_in_sync == 2
+
+
+def test_uneven_process_batch_names_the_fix():
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:4]), ("data",))
+    place = distribute.process_local_placement(mesh)
+    placed = place({"x": np.arange(8.0).reshape(8, 1)})
+    assert placed["x"].shape == (8, 1) and len(placed["x"].sharding.device_set) == 4
+    with pytest.raises(ValueError, match=r"split evenly over its 4 devices.*\(6, 1\)"):
+        place({"x": np.zeros((6, 1))})
+
+
+# ----- real jobs: 2 processes x 2 devices ---------------------------------------------------
+
+
+def _free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("localhost", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ",".join(map(str, ports))
+
+
+def _launch(model_dir, task_type, index, ports, *extra, env=None):
+    return subprocess.Popen(
+        [sys.executable, str(JOB), str(model_dir), task_type, str(index), ports, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _result(process, timeout=180):
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("a process of the job hung")
+    assert process.returncode == 0, err[-3000:]
+    line = next(x for x in out.splitlines() if x.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
+def _job(model_dir, *extra):
+    ports = _free_ports(2)
+    chief = _launch(model_dir, "chief", 0, ports, *extra)
+    worker = _launch(model_dir, "worker", 0, ports, *extra)
+    return _result(chief), _result(worker)
+
+
+@pytest.mark.parametrize("partition", [False, True], ids=["replicated", "sharded"])
+def test_two_processes_train_as_one_with_four_devices(tmp_path, partition):
+    """Sharded: ``w`` split over the 4 devices of the 2 processes (each process saves its
+    shards); the checkpoint still reads back whole in one process."""
+    reference = _result(_launch(tmp_path / "single", "single", 0, "-", "--devices", "4"))
+    chief, worker = _job(tmp_path / "multi", *(["--partition"] if partition else []))
+    assert (reference["processes"], reference["devices"]) == (1, 4)
+    assert (chief["processes"], chief["devices"]) == (2, 4)
+    assert (chief["process"], worker["process"]) == (0, 1)
+    # The same global batches (each process fed its half): the same weights and metrics.
+    for run in (chief, worker):
+        np.testing.assert_allclose(run["w"], reference["w"], rtol=1e-5)
+        np.testing.assert_allclose(run["b"], reference["b"], rtol=1e-5)
+        for key in ("mae", "loss", "global_step"):
+            assert run["metrics"][key] == pytest.approx(reference["metrics"][key], rel=1e-5)
+    # One set of checkpoints (saved together at 0, 3 and 6) and the chief's event files.
+    model_dir = tmp_path / "multi"
+    assert [c for c in chief["checkpoints"] if c.startswith("model.ckpt")] == [
+        "model.ckpt_0",
+        "model.ckpt_3",
+        "model.ckpt_6",
+    ]
+    assert len(list(model_dir.glob("events.out.tfevents.*"))) == 1
+    assert len(list((model_dir / "eval").glob("events.out.tfevents.*"))) == 1
+
+
+def test_a_killed_worker_fails_the_chief_quickly_and_a_restart_resumes(tmp_path):
+    model_dir = tmp_path / "job"
+    ports = _free_ports(2)
+    env = {"JAX_ESTIMATOR_HEARTBEAT_SECS": "5"}
+    chief = _launch(model_dir, "chief", 0, ports, "--forever", env=env)
+    worker = _launch(model_dir, "worker", 0, ports, "--forever", env=env)
+    deadline = time.time() + 120
+    while not list(model_dir.glob("model.ckpt_[1-9]*")):  # training is under way
+        assert time.time() < deadline and chief.poll() is None, "the job did not start"
+        time.sleep(0.2)
+    worker.send_signal(signal.SIGKILL)
+    killed = time.time()
+    try:
+        _, err = chief.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        chief.kill()
+        pytest.fail("the chief hung after its worker died")
+    worker.communicate()
+    assert chief.returncode != 0
+    assert time.time() - killed < 60
+    assert "heartbeat timeout" in err
+    # Restart both: training resumes from the last complete checkpoint.
+    complete = max(
+        int(p.name.split("_")[1]) for p in model_dir.glob("model.ckpt_*") if p.name[11:].isdigit()
+    )
+    chief_result, _ = _job(model_dir, "--steps", "3")
+    assert chief_result["metrics"]["global_step"] == complete + 3
+
+
+def test_train_and_evaluate_with_an_evaluator_task(tmp_path):
+    """TF_CONFIG chief + worker train one job; the ``evaluator`` task, outside it, evaluates
+    each new checkpoint, exports, and exits after the one at ``max_steps``; its metrics are
+    those the training processes compute over the same data."""
+    model_dir = tmp_path / "job"
+    ports = _free_ports(2)
+    extra = ("--train-and-evaluate", "--steps", "9")
+    evaluator = _launch(model_dir, "evaluator", 0, ports, *extra)
+    chief = _launch(model_dir, "chief", 0, ports, *extra)
+    worker = _launch(model_dir, "worker", 0, ports, *extra)
+    chief_result, _ = _result(chief), _result(worker)
+    evaluated = _result(evaluator)
+    assert evaluated["processes"] == 1 and chief_result["processes"] == 2
+    assert evaluated["metrics"]["global_step"] == 9
+    for key in ("mae", "loss"):
+        assert evaluated["metrics"][key] == pytest.approx(chief_result["metrics"][key], rel=1e-5)
+    assert list((model_dir / "export" / "latest").iterdir())  # the evaluator exported
+    assert list((model_dir / "eval").glob("events.out.tfevents.*"))
+
+
+def test_joining_after_jax_started_says_what_to_do(tmp_path, monkeypatch):
+    jax.devices()  # JAX has started in this process: too late to join a cluster
+    _tf_config(monkeypatch, "worker", 0)
+    with pytest.raises(
+        RuntimeError, match=r"Could not join the TF_CONFIG cluster as worker:0"
+    ) as e:
+        est.Estimator(model_fn, config=est.RunConfig(model_dir=str(tmp_path)))
+    assert "call jax.distributed.initialize(...) yourself first" in str(e.value)
+    assert jax.process_count() == 1  # nothing half-joined
+
+
+def test_processes_with_different_model_dirs_fail_clearly(tmp_path):
+    ports = _free_ports(2)
+    chief = _launch(tmp_path / "a", "chief", 0, ports)
+    worker = _launch(tmp_path / "b", "worker", 0, ports)
+    for process in (chief, worker):
+        try:
+            _, err = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail("a process hung on a model_dir mismatch")
+        assert process.returncode != 0
+        assert "Every process of a multi-process job must use the same model_dir" in err
+
+
+def test_export_inside_a_job_names_the_alternative(tmp_path):
+    ports = _free_ports(2)
+    chief = _launch(tmp_path, "chief", 0, ports, "--steps", "3", "--export")
+    worker = _launch(tmp_path, "worker", 0, ports, "--steps", "3", "--export")
+    for process in (chief, worker):
+        try:
+            _, err = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail("a process hung")
+        assert process.returncode != 0
+        assert "Export from the evaluator task" in err
+    # The checkpoint is there to export from one process, as the message says.
+    single = est.Estimator(multihost_job.model_fn, str(tmp_path))
+    receiver = est.export.build_raw_serving_input_receiver_fn({"x": np.zeros((1, 4), np.float32)})
+    assert os.path.isdir(single.export_saved_model(str(tmp_path / "export"), receiver))
