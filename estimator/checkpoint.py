@@ -18,13 +18,15 @@ writer was created). The newest checkpoint is never deleted.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime
 import json
 import logging
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import jax
@@ -97,6 +99,37 @@ def latest_checkpoint(model_dir) -> str | None:
     return step_dir(model_dir, max(steps)) if steps else None
 
 
+_LOCAL = contextvars.ContextVar("checkpoint_process_local", default=False)
+
+
+@contextlib.contextmanager
+def process_local() -> Iterator[None]:
+    """Checkpoint reads (and export saves) inside run on this process alone.
+
+    In a multi-process job orbax synchronises every process on each read and write; an
+    export, which the chief makes alone, must not wait for the others.
+    """
+    token = _LOCAL.set(True)
+    try:
+        yield
+    finally:
+        _LOCAL.reset(token)
+
+
+def multiprocessing_options() -> ocp.options.MultiprocessingOptions:
+    """orbax's options: every process together, or (:func:`process_local`) this one."""
+    if _LOCAL.get() and jax.process_count() > 1:
+        me = jax.process_index()
+        return ocp.options.MultiprocessingOptions(primary_host=me, active_processes={me})
+    return ocp.options.MultiprocessingOptions()
+
+
+def _pytree_checkpointer() -> ocp.Checkpointer:
+    options = multiprocessing_options()
+    handler = ocp.PyTreeCheckpointHandler(multiprocessing_options=options)
+    return ocp.Checkpointer(handler, multiprocessing_options=options)
+
+
 def _meta_path(path: str) -> str:
     return os.path.join(os.path.abspath(path), "meta")
 
@@ -121,7 +154,11 @@ def read_meta(path: str) -> dict:
       ValueError: if the metadata file is damaged (names the file and the way back).
     """
     try:
-        restored = ocp.Checkpointer(ocp.JsonCheckpointHandler()).restore(_meta_path(path))
+        options = multiprocessing_options()
+        restored = ocp.Checkpointer(
+            ocp.JsonCheckpointHandler(multiprocessing_options=options),
+            multiprocessing_options=options,
+        ).restore(_meta_path(path))
     except _DAMAGE as err:
         raise _corrupt(path, os.path.join("meta", "metadata"), err) from None
     if (
@@ -331,7 +368,7 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
     restored = {}
     if target:
         try:
-            restored = ocp.PyTreeCheckpointer().restore(
+            restored = _pytree_checkpointer().restore(
                 os.path.join(os.path.abspath(path), "variables"),
                 args=ocp.args.PyTreeRestore(
                     item=target, restore_args=_restore_args(target), partial_restore=True

@@ -334,7 +334,8 @@ class Estimator:
           platforms: keyword-only; the ``jax.export`` platforms to lower for.
 
         Returns:
-          The export directory, as ``bytes`` (as TF).
+          The export directory, as ``bytes`` (as TF). In a multi-process job the chief
+          alone writes it; the other processes write nothing and return None.
 
         Raises:
           ValueError: "Couldn't find trained model at ..." without a checkpoint, or a

@@ -3,9 +3,10 @@
 Usage: ``python multihost_job.py MODEL_DIR TASK_TYPE INDEX PORTS [--steps N]`` with
 ``TF_CONFIG`` built from ``PORTS`` (comma-separated: chief, then workers), or
 ``python multihost_job.py MODEL_DIR single 0 - --devices 4`` for one process with 4 devices.
-``--train-and-evaluate`` runs ``train_and_evaluate`` instead (``TASK_TYPE`` may then be
-``evaluator``, a task outside the training job). Prints one JSON line: the process's
-weights and evaluation.
+``TASK_TYPE`` ``own`` starts ``jax.distributed`` itself, without TF_CONFIG (process
+``INDEX`` of 2). ``--train-and-evaluate`` runs ``train_and_evaluate`` instead
+(``TASK_TYPE`` may then be ``evaluator``, a task outside the training job). Prints one
+JSON line: the process's weights and evaluation.
 """
 
 import argparse
@@ -28,7 +29,7 @@ parser.add_argument("--export", action="store_true", help="export after training
 if __name__ == "__main__":  # set up the process before JAX starts (the tests import this)
     args = parser.parse_args()
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
-if args is not None and args.task_type != "single":
+if args is not None and args.task_type not in ("single", "own"):
     ports = args.ports.split(",")
     cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{p}" for p in ports[1:]]}
     if args.train_and_evaluate:
@@ -87,6 +88,9 @@ def eval_input_fn(input_context):
 
 
 def main():
+    if args.task_type == "own":  # a job the user starts: jax.distributed, no TF_CONFIG
+        port = args.ports.split(",")[0]
+        jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=args.index)
     partitions = {"^w$": jax.sharding.PartitionSpec("data")} if args.partition else None
     config = est.RunConfig(
         tf_random_seed=3,

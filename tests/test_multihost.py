@@ -13,7 +13,6 @@ import sys
 import time
 
 import jax
-import multihost_job  # the job's model_fn, for a single process after the job
 import numpy as np
 import optax
 import pytest
@@ -162,19 +161,26 @@ def _result(process, timeout=180):
     return json.loads(line[len("RESULT ") :])
 
 
-def _job(model_dir, *extra):
+def _job(model_dir, *extra, own=False):
+    """A chief and a worker (TF_CONFIG), or with ``own`` two processes of a job the
+    program starts itself (``jax.distributed.initialize``, no TF_CONFIG)."""
     ports = _free_ports(2)
-    chief = _launch(model_dir, "chief", 0, ports, *extra)
-    worker = _launch(model_dir, "worker", 0, ports, *extra)
+    chief = _launch(model_dir, "own" if own else "chief", 0, ports, *extra)
+    worker = _launch(model_dir, "own" if own else "worker", 1 if own else 0, ports, *extra)
     return _result(chief), _result(worker)
 
 
-@pytest.mark.parametrize("partition", [False, True], ids=["replicated", "sharded"])
-def test_two_processes_train_as_one_with_four_devices(tmp_path, partition):
+@pytest.mark.parametrize(
+    ("partition", "own"),
+    [(False, False), (True, False), (False, True)],
+    ids=["replicated", "sharded", "own_init"],
+)
+def test_two_processes_train_as_one_with_four_devices(tmp_path, partition, own):
     """Sharded: ``w`` split over the 4 devices of the 2 processes (each process saves its
-    shards); the checkpoint still reads back whole in one process."""
+    shards); the checkpoint still reads back whole in one process. Own init: the program
+    called ``jax.distributed.initialize`` itself; process 0 is the chief."""
     reference = _result(_launch(tmp_path / "single", "single", 0, "-", "--devices", "4"))
-    chief, worker = _job(tmp_path / "multi", *(["--partition"] if partition else []))
+    chief, worker = _job(tmp_path / "multi", *(["--partition"] if partition else []), own=own)
     assert (reference["processes"], reference["devices"]) == (1, 4)
     assert (chief["processes"], chief["devices"]) == (2, 4)
     assert (chief["process"], worker["process"]) == (0, 1)
@@ -269,19 +275,13 @@ def test_processes_with_different_model_dirs_fail_clearly(tmp_path):
         assert "Every process of a multi-process job must use the same model_dir" in err
 
 
-def test_export_inside_a_job_names_the_alternative(tmp_path):
-    ports = _free_ports(2)
-    chief = _launch(tmp_path, "chief", 0, ports, "--steps", "3", "--export")
-    worker = _launch(tmp_path, "worker", 0, ports, "--steps", "3", "--export")
-    for process in (chief, worker):
-        try:
-            _, err = process.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            pytest.fail("a process hung")
-        assert process.returncode != 0
-        assert "Export from the evaluator task" in err
-    # The checkpoint is there to export from one process, as the message says.
-    single = est.Estimator(multihost_job.model_fn, str(tmp_path))
-    receiver = est.export.build_raw_serving_input_receiver_fn({"x": np.zeros((1, 4), np.float32)})
-    assert os.path.isdir(single.export_saved_model(str(tmp_path / "export"), receiver))
+def test_only_the_chief_writes_the_export_and_it_serves(tmp_path):
+    chief, worker = _job(tmp_path, "--steps", "3", "--export")
+    assert worker["exported"] is None
+    exported = chief["exported"]
+    assert [p.name for p in (tmp_path / "export").iterdir()] == [os.path.basename(exported)]
+    # The export runs in this (single) process: predictions from the trained weights.
+    x = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+    predictions = est.export.load(exported).signatures["serving_default"](x=x)
+    expected = x @ np.array(chief["w"], np.float32) + chief["b"]
+    np.testing.assert_allclose(predictions["y"], expected, rtol=1e-6)

@@ -313,16 +313,31 @@ def export(
 ) -> bytes:
     """Writes an export of ``estimator`` for the modes of ``receiver_fns`` (internal).
 
+    In a multi-process job the chief alone reads the checkpoint and writes the export
+    (``checkpoint.process_local``); the other processes write nothing.
+
     Returns:
-      The export directory as bytes (what TF returns).
+      The export directory as bytes (what TF returns); None on a process of a
+      multi-process job that is not the chief.
     """
-    if jax.process_count() > 1:
-        raise RuntimeError(
-            "Exporting inside a multi-process job is not supported: the export would be "
-            "written by every process. Export from the evaluator task (EvalSpec(exporters="
-            "...)) or, after training, from one process: Estimator(model_fn, model_dir)"
-            ".export_saved_model(...) without TF_CONFIG."
+    if jax.process_count() > 1 and not estimator.runtime.is_chief:
+        logger.info("The chief writes the export; process %d does not.", jax.process_index())
+        return None
+    with ckpt.process_local():  # the chief alone: no process waits for the others
+        return _export(
+            estimator,
+            export_dir_base,
+            receiver_fns,
+            assets_extra=assets_extra,
+            as_text=as_text,
+            checkpoint_path=checkpoint_path,
+            platforms=platforms,
         )
+
+
+def _export(
+    estimator, export_dir_base, receiver_fns, *, assets_extra, as_text, checkpoint_path, platforms
+) -> bytes:
     runtime = estimator.runtime
     path = checkpoint_path or estimator.latest_checkpoint()
     if checkpoint_path:
@@ -389,8 +404,11 @@ def export(
                     os.path.join(temp, signatures[name]["function"][:-4] + ".mlir"), "w"
                 ) as f:
                     f.write(exported.mlir_module())
-        saver = ocp.StandardCheckpointer()
-        saver.save(os.path.abspath(os.path.join(temp, "variables")), exporter.variables)
+        saver = ocp.StandardCheckpointer(multiprocessing_options=ckpt.multiprocessing_options())
+        variables = exporter.variables
+        if jax.process_count() > 1:  # orbax writes no process-local jax.Array in a job
+            variables = jax.device_get(variables)
+        saver.save(os.path.abspath(os.path.join(temp, "variables")), variables)
         saver.wait_until_finished()
         saver.close()
         assets = _copy_assets(transform, os.path.join(temp, "assets"))
