@@ -24,7 +24,10 @@ from canned.dnn_linear_combined import (
 from canned.dnn_linear_combined import DNNLinearCombinedRegressor as DNNLinearCombinedRegressor
 from canned.head import BinaryClassHead as BinaryClassHead
 from canned.head import Head as Head
+from canned.head import LogisticRegressionHead as LogisticRegressionHead
 from canned.head import MultiClassHead as MultiClassHead
+from canned.head import MultiLabelHead as MultiLabelHead
+from canned.head import PoissonRegressionHead as PoissonRegressionHead
 from canned.head import RegressionHead as RegressionHead
 from canned.linear import LinearClassifier as LinearClassifier
 from canned.linear import LinearEstimator as LinearEstimator
@@ -39,7 +42,10 @@ __all__ = [
     "Head",
     "BinaryClassHead",
     "MultiClassHead",
+    "MultiLabelHead",
     "RegressionHead",
+    "PoissonRegressionHead",
+    "LogisticRegressionHead",
     "LinearClassifier",
     "LinearRegressor",
     "DNNClassifier",
