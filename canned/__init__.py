@@ -26,6 +26,7 @@ from canned.head import BinaryClassHead as BinaryClassHead
 from canned.head import Head as Head
 from canned.head import LogisticRegressionHead as LogisticRegressionHead
 from canned.head import MultiClassHead as MultiClassHead
+from canned.head import MultiHead as MultiHead
 from canned.head import MultiLabelHead as MultiLabelHead
 from canned.head import PoissonRegressionHead as PoissonRegressionHead
 from canned.head import RegressionHead as RegressionHead
@@ -43,6 +44,7 @@ __all__ = [
     "BinaryClassHead",
     "MultiClassHead",
     "MultiLabelHead",
+    "MultiHead",
     "RegressionHead",
     "PoissonRegressionHead",
     "LogisticRegressionHead",

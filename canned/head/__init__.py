@@ -25,6 +25,7 @@ Keys users see are in :mod:`canned.head.keys` (``PredictionKeys``, ``MetricKeys`
 from canned.head._base import Head as Head
 from canned.head._binary import BinaryClassHead as BinaryClassHead
 from canned.head._multi_class import MultiClassHead as MultiClassHead
+from canned.head._multi_head import MultiHead as MultiHead
 from canned.head._multi_label import MultiLabelHead as MultiLabelHead
 from canned.head._regression import LogisticRegressionHead as LogisticRegressionHead
 from canned.head._regression import PoissonRegressionHead as PoissonRegressionHead
@@ -42,6 +43,7 @@ __all__ = [
     "BinaryClassHead",
     "MultiClassHead",
     "MultiLabelHead",
+    "MultiHead",
     "RegressionHead",
     "PoissonRegressionHead",
     "LogisticRegressionHead",

@@ -179,13 +179,15 @@ class Head(abc.ABC):
     def prepare_labels(self, labels: ArrayLike) -> np.ndarray:
         """Host-side (NumPy) labels -> what the device methods take; see subclasses."""
 
-    @abc.abstractmethod
+    # The single-label heads' hooks of loss() and create_estimator_spec() below; a head
+    # that overrides those (MultiHead) does not use them.
     def _processed_labels(self, logits: jax.Array, labels: Any) -> jax.Array:
         """Labels checked and reshaped to ``[B, label_dimension]`` on the device."""
+        raise NotImplementedError(f"{type(self).__name__} does not process labels itself.")
 
-    @abc.abstractmethod
     def _default_unweighted_loss(self, labels: jax.Array, logits: jax.Array) -> jax.Array:
         """The head's own per-example loss ``[B, label_dimension]``."""
+        raise NotImplementedError(f"{type(self).__name__} has no per-example loss.")
 
     @abc.abstractmethod
     def predictions(self, logits: ArrayLike, keys: Sequence[str] | None = None) -> dict:
@@ -201,9 +203,9 @@ class Head(abc.ABC):
     ) -> dict[str, metrics.Metric]:
         """The evaluation metrics of one batch, ``{key: estimator.metrics.Metric}``."""
 
-    @abc.abstractmethod
     def _export_outputs(self, predictions: dict) -> dict:
         """The PREDICT-mode export outputs for ``predictions``."""
+        raise NotImplementedError(f"{type(self).__name__} has no export outputs of its own.")
 
     # ----- loss ----------------------------------------------------------------------------
     def _unweighted_loss_and_weights(
