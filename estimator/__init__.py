@@ -41,6 +41,7 @@ from estimator.hooks.basic import NanTensorHook as NanTensorHook
 from estimator.hooks.basic import SecondOrStepTimer as SecondOrStepTimer
 from estimator.hooks.basic import StepCounterHook as StepCounterHook
 from estimator.hooks.basic import StopAtStepHook as StopAtStepHook
+from estimator.hooks.feed_fn import FeedFnHook as FeedFnHook
 from estimator.hooks.profiler import ProfilerHook as ProfilerHook
 from estimator.hooks.progress import ProgressBarHook as ProgressBarHook
 from estimator.hooks.session_run_hook import SessionRunArgs as SessionRunArgs
@@ -129,6 +130,7 @@ __all__ = [
     "FinalExporter",
     "LatestExporter",
     "FinalOpsHook",
+    "FeedFnHook",
     "GlobalStepWaiterHook",
     "InMemoryEvaluatorHook",
     "ProfilerHook",

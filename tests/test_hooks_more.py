@@ -244,3 +244,10 @@ def test_hooks_compose_in_one_training_run(tmp_path):
     estimator = make(tmp_path, steps_per_execution=4).train(feed(), steps=5, hooks=hooks)
     np.testing.assert_allclose(estimator.get_variable_value("w"), [1.34464], rtol=1e-6)
     assert hooks[1].final_ops_values == pytest.approx(1.1808, rel=1e-6)
+
+
+def test_feed_fn_hook_exists_and_names_the_alternative():
+    # tf.estimator.FeedFnHook feeds placeholders; a compiled step has none.
+    with pytest.raises(ValueError, match=r"feeds placeholders.*Put the values into what input_fn"):
+        est.FeedFnHook(lambda: {"x": 1})
+    assert issubclass(est.FeedFnHook, est.SessionRunHook)

@@ -8,6 +8,7 @@ protocol and import nothing of the model or the engine.
 * ``basic`` — TF's basic hooks (``StopAtStepHook``, ``LoggingTensorHook``,
   ``NanTensorHook``, ``StepCounterHook``, ``CheckpointSaverHook``, ...).
 * ``progress``, ``profiler`` — a progress bar and a JAX profiler trace.
+* ``feed_fn`` — ``FeedFnHook``, TF's name, refused with the alternative (no feeds here).
 * ``checks`` — argument checks for hook and listener lists (internal).
 """
 
@@ -21,6 +22,7 @@ from estimator.hooks.basic import NanTensorHook as NanTensorHook
 from estimator.hooks.basic import SecondOrStepTimer as SecondOrStepTimer
 from estimator.hooks.basic import StepCounterHook as StepCounterHook
 from estimator.hooks.basic import StopAtStepHook as StopAtStepHook
+from estimator.hooks.feed_fn import FeedFnHook as FeedFnHook
 from estimator.hooks.profiler import ProfilerHook as ProfilerHook
 from estimator.hooks.progress import ProgressBarHook as ProgressBarHook
 from estimator.hooks.session_run_hook import SessionRunArgs as SessionRunArgs
@@ -31,6 +33,7 @@ from estimator.hooks.session_run_hook import SessionRunValues as SessionRunValue
 __all__ = [
     "CheckpointSaverHook",
     "CheckpointSaverListener",
+    "FeedFnHook",
     "FinalOpsHook",
     "GlobalStepWaiterHook",
     "LoggingTensorHook",
