@@ -76,6 +76,7 @@ from canned.feature_column._dense import EmbeddingColumn as EmbeddingColumn
 from canned.feature_column._dense import IndicatorColumn as IndicatorColumn
 from canned.feature_column._dense import embedding_column as embedding_column
 from canned.feature_column._dense import indicator_column as indicator_column
+from canned.feature_column._dense import shared_embeddings as shared_embeddings
 from canned.feature_column._input_layer import input_layer as input_layer
 from canned.feature_column._linear import linear_model as linear_model
 from canned.feature_column._lookup import safe_embedding_lookup as safe_embedding_lookup
@@ -96,6 +97,7 @@ __all__ = [
     "crossed_column",
     "indicator_column",
     "embedding_column",
+    "shared_embeddings",
     "weighted_categorical_column",
     "make_parse_example_spec",
     "input_transform",

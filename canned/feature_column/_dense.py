@@ -1,4 +1,5 @@
-"""Dense views of categorical columns: ``indicator_column`` and ``embedding_column``."""
+"""Dense views of categorical columns: ``indicator_column``, ``embedding_column`` and
+``shared_embeddings``."""
 
 from __future__ import annotations
 
@@ -93,14 +94,20 @@ class EmbeddingColumn(DenseColumn):
     def variable_shape(self) -> tuple[int, ...]:
         return (self.dimension,)
 
-    def _dense_tensor(self, features: Mapping[str, Any], *, trainable: bool = True) -> jax.Array:
-        embedding_weights = est_variables.get_variable(
-            "embedding_weights",
+    def _table(self, name: str, trainable: bool) -> jax.Array:
+        return est_variables.get_variable(
+            name,
             shape=(self.categorical_column.num_buckets, self.dimension),
             dtype=jnp.float32,
             initializer=self.initializer,
             trainable=self.trainable and trainable,
         )
+
+    def _embedding_weights(self, trainable: bool) -> jax.Array:
+        return self._table("embedding_weights", trainable)
+
+    def _dense_tensor(self, features: Mapping[str, Any], *, trainable: bool = True) -> jax.Array:
+        embedding_weights = self._embedding_weights(trainable)
         ids, weights = self.categorical_column._ids_and_weights(features)
         return safe_embedding_lookup(
             embedding_weights, ids, weights, self.combiner, max_norm=self.max_norm
@@ -143,6 +150,18 @@ def embedding_column(
       NotImplementedError: if the checkpoint arguments are given.
     """
     del use_safe_embedding_lookup
+    initializer = _checked_arguments(
+        categorical_column, dimension, combiner, initializer, ckpt_to_load_from, tensor_name_in_ckpt
+    )
+    return EmbeddingColumn(
+        categorical_column, dimension, combiner, initializer, max_norm, bool(trainable)
+    )
+
+
+def _checked_arguments(
+    categorical_column, dimension, combiner, initializer, ckpt_to_load_from, tensor_name_in_ckpt
+) -> Callable:
+    """TF's checks of an embedding's arguments; returns the initializer to use."""
     if dimension is None or dimension < 1:
         raise ValueError(f"Invalid dimension {dimension}.")
     if (ckpt_to_load_from is None) != (tensor_name_in_ckpt is None):
@@ -171,6 +190,89 @@ def embedding_column(
         initializer = initializers.truncated_normal_initializer(
             mean=0.0, stddev=1 / math.sqrt(dimension)
         )
-    return EmbeddingColumn(
-        categorical_column, dimension, combiner, initializer, max_norm, bool(trainable)
+    return initializer
+
+
+@dataclass(frozen=True)
+class SharedEmbeddingColumn(EmbeddingColumn):
+    """See :func:`shared_embeddings`."""
+
+    shared_embedding_collection_name: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.categorical_column.name}_shared_embedding"
+
+    def _embedding_weights(self, trainable: bool) -> jax.Array:
+        with est_variables.root_scope():  # one table for all the columns, named from the root
+            return self._table(self.shared_embedding_collection_name, trainable)
+
+
+def shared_embeddings(
+    categorical_columns: list[CategoricalColumn],
+    dimension: int,
+    combiner: str = "mean",
+    initializer: Callable | None = None,
+    shared_embedding_collection_name: str | None = None,
+    ckpt_to_load_from: str | None = None,
+    tensor_name_in_ckpt: str | None = None,
+    max_norm: float | None = None,
+    trainable: bool = True,
+    use_safe_embedding_lookup: bool = True,
+) -> list[SharedEmbeddingColumn]:
+    """Embeddings of several categorical columns that share one table
+    (``tf.feature_column.shared_embeddings``).
+
+    One variable ``[num_buckets, dimension]`` named ``shared_embedding_collection_name``
+    (default: the columns' sorted names joined by ``_``, then ``_shared_embedding``, e.g.
+    ``a_b_shared_embedding``) at the root of the variable names, as TF; each returned column
+    (``<column>_shared_embedding``, in the given order) looks up its own ids in it, combined
+    with ``combiner`` as :func:`embedding_column`.
+
+    Better than TF: TF 2.15's V2 canned estimators never train a shared table (it is not
+    among the Keras model's variables, so it keeps its initial values); here it is trained
+    like any other embedding.
+
+    Args:
+      categorical_columns: columns of one type, all with the same ``num_buckets``.
+      Others: as :func:`embedding_column`.
+
+    Returns:
+      A list of columns, one per categorical column.
+
+    Raises:
+      ValueError: TF's messages for columns of different types or bucket counts, and the
+        :func:`embedding_column` argument errors.
+      NotImplementedError: if the checkpoint arguments are given.
+    """
+    del use_safe_embedding_lookup
+    columns = list(categorical_columns)
+    if not columns:
+        raise ValueError(f"categorical_columns must not be empty. Given: {categorical_columns}")
+    first = columns[0]
+    for column in columns:
+        if type(column) is not type(first):
+            raise ValueError(
+                "To use shared_embedding_column, all categorical_columns must have the same "
+                "type, or be weighted_categorical_column or sequence column of the same type. "
+                f"Given column: {first} of type: {type(first)} does not match given column: "
+                f"{column} of type: {type(column)}"
+            )
+        if column.num_buckets != first.num_buckets:
+            raise ValueError(  # TF 2.15's message, its double space included
+                "To use shared_embedding_column, all categorical_columns must have the same "
+                f"number of buckets. Given column: {first} with buckets: {first.num_buckets} "
+                f"does  not match column: {column} with buckets: {column.num_buckets}"
+            )
+        initializer = _checked_arguments(
+            column, dimension, combiner, initializer, ckpt_to_load_from, tensor_name_in_ckpt
+        )
+    name = shared_embedding_collection_name or (
+        "_".join(sorted(c.name for c in columns)) + "_shared_embedding"
     )
+    return [
+        SharedEmbeddingColumn(
+            column, dimension, combiner, initializer, max_norm, bool(trainable), name
+        )
+        for column in columns
+    ]

@@ -159,6 +159,23 @@ def variable_scope(
         frame.scopes.pop()
 
 
+@contextlib.contextmanager
+def root_scope() -> Iterator[None]:
+    """Variables created in the block are named from the root, whatever the enclosing
+    ``variable_scope``s (TF's shared embedding tables: ``a_b_shared_embedding``, not
+    ``input_layer/.../a_b_shared_embedding``).
+
+    Raises:
+      RuntimeError: outside ``model_fn``.
+    """
+    frame = _frame("root_scope")
+    saved, frame.scopes = frame.scopes, []
+    try:
+        yield
+    finally:
+        frame.scopes = saved
+
+
 def _default_initializer(frame: Frame, dtype: Any) -> Callable:
     for _, scope_init in reversed(frame.scopes):
         if scope_init is not None:
