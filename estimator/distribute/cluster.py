@@ -150,5 +150,5 @@ def check_same(what: str, value: str) -> None:
         raise ValueError(
             f"Every process of a multi-process job must use the same {what}; process "
             f"{jax.process_index()} has {value!r}, which differs from another's. Use one "
-            f"{what} on storage every host sees (NFS, GCS, ...)."
+            f"{what} on a file system every host mounts (e.g. NFS) at the same path."
         ) from None
