@@ -23,6 +23,7 @@ parser.add_argument("ports")
 parser.add_argument("--devices", type=int, default=2)
 parser.add_argument("--steps", type=int, default=6)
 parser.add_argument("--forever", action="store_true")
+parser.add_argument("--batches", type=int, default=40, help="batches this process feeds")
 parser.add_argument("--train-and-evaluate", action="store_true")
 parser.add_argument("--partition", action="store_true", help="shard w over the data axis")
 parser.add_argument("--export", action="store_true", help="export after training")
@@ -75,7 +76,7 @@ def input_fn(input_context):
         start = (j % 4) * GLOBAL_BATCH + i * local
         yield {"x": X[start : start + local]}, Y[start : start + local]
         j += 1
-        if not args.forever and j == 4 * 10:
+        if not args.forever and j == args.batches:
             return
 
 
@@ -114,7 +115,7 @@ def main():
         if metrics is None:  # chief and worker: train only (TF's distributed semantics)
             metrics = e.evaluate(eval_input_fn, name="after")
     else:
-        e.train(input_fn, steps=args.steps if not args.forever else None)
+        e.train(input_fn, steps=None if args.forever or args.steps <= 0 else args.steps)
         metrics = e.evaluate(eval_input_fn)
     exported = None
     if args.export:

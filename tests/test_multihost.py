@@ -69,6 +69,7 @@ def test_a_tf_config_cluster_starts_jax_distributed(
     assert call["num_processes"] == 3  # chief + 2 workers; the evaluator stays outside
     assert call["process_id"] == process_id
     assert call["heartbeat_timeout_seconds"] == distribute.cluster.DEFAULT_HEARTBEAT_SECS
+    assert call["shutdown_timeout_seconds"] == distribute.cluster.DEFAULT_SHUTDOWN_SECS
 
 
 def test_evaluator_no_cluster_and_an_initialised_job_do_not_initialise(
@@ -285,3 +286,27 @@ def test_only_the_chief_writes_the_export_and_it_serves(tmp_path):
     predictions = est.export.load(exported).signatures["serving_default"](x=x)
     expected = x @ np.array(chief["w"], np.float32) + chief["b"]
     np.testing.assert_allclose(predictions["y"], expected, rtol=1e-6)
+
+
+def test_a_process_whose_input_ends_early_fails_the_job_quickly(tmp_path):
+    """The worker feeds 5 batches, the chief 40, training until the input ends: the worker
+    names the mismatch and exits; the chief stops by the heartbeat timeout — no hang."""
+    ports = _free_ports(2)
+    env = {
+        "JAX_ESTIMATOR_HEARTBEAT_SECS": "5",
+        "JAX_ESTIMATOR_INPUT_END_SECS": "5",
+        "JAX_ESTIMATOR_SHUTDOWN_SECS": "5",
+    }
+    chief = _launch(tmp_path, "chief", 0, ports, "--steps", "0", env=env)
+    worker = _launch(tmp_path, "worker", 0, ports, "--steps", "0", "--batches", "5", env=env)
+    errors = []
+    for process in (worker, chief):
+        try:
+            _, err = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail("a process hung after another's input ended")
+        assert process.returncode != 0
+        errors.append(err)
+    assert "The input of process 1 ended after 5 batches" in errors[0]
+    assert "must feed the same number of batches" in errors[0]

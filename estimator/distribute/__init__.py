@@ -13,21 +13,25 @@ See the README's "Running on several machines".
 
 from estimator.distribute.cluster import check_same as check_same
 from estimator.distribute.cluster import connect as connect
+from estimator.distribute.cluster import input_end_timeout as input_end_timeout
 from estimator.distribute.cluster import is_chief as is_chief
 from estimator.distribute.cluster import mesh_for as mesh_for
 from estimator.distribute.cluster import multi_process as multi_process
 from estimator.distribute.cluster import shared_seed as shared_seed
 from estimator.distribute.input_context import InputContext as InputContext
+from estimator.distribute.placement import AgreedEnd as AgreedEnd
 from estimator.distribute.placement import SyncedTimer as SyncedTimer
 from estimator.distribute.placement import process_local as process_local
 from estimator.distribute.placement import process_local_placement as process_local_placement
 from estimator.distribute.sharding import state_shardings as state_shardings
 
 __all__ = [
+    "AgreedEnd",
     "InputContext",
     "SyncedTimer",
     "check_same",
     "connect",
+    "input_end_timeout",
     "is_chief",
     "mesh_for",
     "multi_process",

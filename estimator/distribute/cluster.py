@@ -21,7 +21,15 @@ from jax.experimental import multihost_utils
 
 from estimator.run_config import TaskType
 
-__all__ = ["check_same", "connect", "is_chief", "mesh_for", "multi_process", "shared_seed"]
+__all__ = [
+    "check_same",
+    "connect",
+    "input_end_timeout",
+    "is_chief",
+    "mesh_for",
+    "multi_process",
+    "shared_seed",
+]
 
 logger = logging.getLogger("estimator")
 
@@ -29,6 +37,18 @@ logger = logging.getLogger("estimator")
 # and every other process fails (jax.distributed's default is 100).
 HEARTBEAT_ENV = "JAX_ESTIMATOR_HEARTBEAT_SECS"
 DEFAULT_HEARTBEAT_SECS = 30
+# Seconds a process exiting waits for the others at jax.distributed's shutdown barrier (its
+# default 300 would keep a failed job alive for 5 minutes).
+SHUTDOWN_ENV = "JAX_ESTIMATOR_SHUTDOWN_SECS"
+DEFAULT_SHUTDOWN_SECS = 120
+# Seconds a process whose input ended waits for the others to end theirs.
+INPUT_END_ENV = "JAX_ESTIMATOR_INPUT_END_SECS"
+DEFAULT_INPUT_END_SECS = 60
+
+
+def input_end_timeout() -> int:
+    """Seconds to wait for every process's end of input (``JAX_ESTIMATOR_INPUT_END_SECS``)."""
+    return int(os.environ.get(INPUT_END_ENV, DEFAULT_INPUT_END_SECS))
 
 
 def _training_tasks(config) -> list[tuple[str, int, str]]:
@@ -80,6 +100,7 @@ def connect(config) -> bool:
     coordinator = tasks[0][2]
     process_id = [(t, i) for t, i, _ in tasks].index((config.task_type, config.task_id))
     heartbeat = int(os.environ.get(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECS))
+    shutdown = int(os.environ.get(SHUTDOWN_ENV, DEFAULT_SHUTDOWN_SECS))
     logger.info(
         "Joining a %d-process job as %s:%d (process %d), coordinator %s.",
         len(tasks),
@@ -94,6 +115,7 @@ def connect(config) -> bool:
             num_processes=len(tasks),
             process_id=process_id,
             heartbeat_timeout_seconds=heartbeat,
+            shutdown_timeout_seconds=shutdown,
         )
     except RuntimeError as err:
         raise RuntimeError(

@@ -1,7 +1,8 @@
 """Batches in and values out of a multi-process job.
 
-Each process reads its own rows of every global batch; :func:`process_local_placement`
-assembles the global array (``jax.make_array_from_process_local_data``), sharded over the
+Each process reads its own rows of every global batch (and all reach the end of their
+input together, :class:`AgreedEnd`); :func:`process_local_placement` assembles the global
+array (``jax.make_array_from_process_local_data``), sharded over the
 mesh's data axis. Values leave the device the other way: a fully replicated array (the
 loss, metrics) is read from the local copy; a sharded one (predictions) gives this
 process its own rows (:func:`process_local`).
@@ -13,10 +14,11 @@ from collections.abc import Callable
 
 import jax
 import numpy as np
+import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
-__all__ = ["SyncedTimer", "process_local", "process_local_placement"]
+__all__ = ["AgreedEnd", "SyncedTimer", "process_local", "process_local_placement"]
 
 
 def process_local_placement(mesh) -> Callable:
@@ -86,3 +88,57 @@ class SyncedTimer:
 
     def __getattr__(self, name):  # reset, update_last_triggered_step, last_triggered_step
         return getattr(self._timer, name)
+
+
+class AgreedEnd:
+    """A prefetcher whose end of input every process of the job must reach together.
+
+    Every process must run the same steps: one whose input ends early would leave the
+    others waiting forever in their next step's collective. When this process's input
+    ends it waits (on the coordination service, ``timeout_secs`` at most) for every process
+    to reach its end too; if they don't, it raises, and its exit ends the others' wait
+    (their heartbeat timeout) — an error within bounded time instead of a hang.
+
+    Args:
+      prefetcher: the process's ``estimator.inputs.Prefetcher``.
+      timeout_secs: how long to wait for the other processes' end of input.
+    """
+
+    _ends = 0  # barrier names must be unique and in the same order on every process
+
+    def __init__(self, prefetcher, timeout_secs: int) -> None:
+        self._prefetcher = prefetcher
+        self._timeout = int(timeout_secs)
+        self._batches = 0
+
+    def fill(self) -> None:
+        self._prefetcher.fill()
+
+    def peek(self):
+        return self._prefetcher.peek()
+
+    def pop(self):
+        try:
+            batch = self._prefetcher.pop()
+        except StopIteration:
+            self._agree()
+            raise
+        self._batches += 1
+        return batch
+
+    def _agree(self) -> None:
+        AgreedEnd._ends += 1
+        try:
+            ocp.multihost.sync_global_processes(
+                f"estimator_end_of_input_{AgreedEnd._ends}",
+                timeout=self._timeout,
+                processes=set(range(jax.process_count())),
+            )
+        except Exception as err:  # the coordination service's timeout error
+            raise RuntimeError(
+                f"The input of process {jax.process_index()} ended after {self._batches} "
+                f"batches, and the other processes did not end theirs within "
+                f"{self._timeout} s: every process of a multi-process job must feed the same "
+                "number of batches. Use a repeating input with steps/max_steps, or give "
+                f"each process an equal shard ({type(err).__name__}: {err})."
+            ) from err

@@ -144,7 +144,10 @@ class Runtime:
             else placement(self.mesh)
         )
         result = call_input_fn(input_fn, mode, params, self.config, self.input_context())
-        return batch_pipeline(result, mode, self.input_transform, place)
+        prefetcher = batch_pipeline(result, mode, self.input_transform, place)
+        if self.processes > 1:
+            return distribute.AgreedEnd(prefetcher, distribute.input_end_timeout())
+        return prefetcher
 
     @property
     def steps_per_execution(self) -> int:
