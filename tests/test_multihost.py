@@ -310,3 +310,43 @@ def test_a_process_whose_input_ends_early_fails_the_job_quickly(tmp_path):
         errors.append(err)
     assert "The input of process 1 ended after 5 batches" in errors[0]
     assert "must feed the same number of batches" in errors[0]
+
+
+def test_chief_duties_in_a_multi_process_job(tmp_path):
+    """TF's MonitoredTrainingSession: chief-only hooks on the chief; in a JAX job every
+    process also saves checkpoints (a collective save) at steps they agree on, and only
+    the chief logs the loss."""
+    from estimator.engine.default_hooks import default_training_hooks
+    from estimator.engine.steps import StepInfo
+
+    config = est.RunConfig(model_dir=str(tmp_path), save_checkpoints_secs=600)
+    info = StepInfo((), (), ("loss",), None)
+
+    def kinds(chief, processes):
+        hooks = default_training_hooks(
+            config, info, [], [], lambda: None, chief=chief, processes=processes
+        )
+        return [type(h).__name__ for h in hooks]
+
+    assert kinds(chief=False, processes=2) == ["CheckpointSaverHook", "NanTensorHook"]
+    assert kinds(chief=True, processes=2) == [
+        "CheckpointSaverHook",
+        "StepCounterHook",
+        "SummarySaverHook",
+        "NanTensorHook",
+        "LoggingTensorHook",
+    ]
+    assert kinds(chief=False, processes=1) == ["NanTensorHook", "LoggingTensorHook"]  # as TF
+
+
+def test_synced_timer_decides_time_only_at_agreed_steps():
+    now = [0.0]
+    timer = est.SecondOrStepTimer(every_secs=10, clock=lambda: now[0])
+    synced = distribute.SyncedTimer(timer, every_secs=10, check_every=100)
+    assert synced.should_trigger_for_step(0)  # the first step, as the plain timer
+    synced.update_last_triggered_step(0)
+    now[0] = 60.0  # 10 s passed long ago, but only a multiple of 100 steps checks
+    assert [synced.should_trigger_for_step(s) for s in (1, 50, 99, 100)] == [0, 0, 0, 1]
+    steps = distribute.SyncedTimer(est.SecondOrStepTimer(every_steps=3), None)
+    steps.update_last_triggered_step(0)  # step intervals agree by themselves: no broadcast
+    assert [steps.should_trigger_for_step(s) for s in (1, 2, 3)] == [0, 0, 1]

@@ -11,7 +11,7 @@ import os
 import jax
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import canned
@@ -20,8 +20,11 @@ from canned import feature_column as fc
 from estimator import preprocessing as pp
 
 # PROPERTY_EXAMPLES=2000 searches harder (run before a release).
+# Random examples on a developer's machine (they find new cases); a fixed sequence in CI,
+# so a run there is reproducible.
 SETTINGS = settings(
     max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "150")),
+    derandomize=bool(os.environ.get("CI")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
@@ -144,6 +147,7 @@ rows = st.lists(
 
 @SETTINGS
 @given(instances=rows)
+@example(instances=[{"age": 3.4028235677973366e38}])  # logit inf: TF's softmax gives NaN
 def test_parsing_signature_answers_or_refuses_with_what_it_expects(signature, instances):
     names = sorted({k for row in instances for k in row})
     columns = {k: [row.get(k) for row in instances] for k in names}

@@ -59,7 +59,9 @@ class BinaryClassHead(_base.Head):
     raise TF's messages when concrete; inside ``jax.jit`` they make the loss NaN.
 
     Predictions (``PredictionKeys``): ``logits`` float32 ``[B, 1]``; ``logistic`` =
-    ``sigmoid(logits)`` ``[B, 1]``; ``probabilities`` = ``softmax([0, logit])`` ``[B, 2]``;
+    ``sigmoid(logits)`` ``[B, 1]``; ``probabilities`` = ``softmax([0, logit])`` ``[B, 2]``
+    (as ``[sigmoid(-logit), sigmoid(logit)]``: finite where TF's softmax gives NaN for an
+    infinite logit);
     ``class_ids`` int32 ``[B, 1]`` (1 iff logit > 0; TF: int64, JAX runs without x64);
     ``classes`` ``[B, 1]`` and ``all_classes`` ``[B, 2]`` as :class:`estimator.IndexToString`
     over ``label_vocabulary`` or ``("0", "1")`` (bytes on the host, as TF's strings);
@@ -199,7 +201,9 @@ class BinaryClassHead(_base.Head):
         if _KEYS.LOGISTIC in keys:
             out[_KEYS.LOGISTIC] = jax.nn.sigmoid(logits)
         if _KEYS.PROBABILITIES in keys:
-            out[_KEYS.PROBABILITIES] = jax.nn.softmax(two_class_logits, axis=-1)
+            # softmax([0, x]) = [sigmoid(-x), sigmoid(x)]: the same values, and [0, 1] rather
+            # than TF's NaN when x overflows to inf (a huge finite input).
+            out[_KEYS.PROBABILITIES] = jax.nn.sigmoid(jnp.concatenate([-logits, logits], -1))
         if _KEYS.CLASS_IDS in keys or _KEYS.CLASSES in keys:
             class_ids = jnp.argmax(two_class_logits, axis=-1).astype(jnp.int32)[..., None]
             if _KEYS.CLASS_IDS in keys:
