@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.typing import ArrayLike
@@ -273,6 +274,29 @@ class Head(abc.ABC):
         if regularization_losses is not None:
             out[self._summary_key(MetricKeys.LOSS_REGULARIZATION)] = metrics.mean(
                 regularization_total(regularization_losses)
+            )
+        return out
+
+    def _threshold_metrics(
+        self,
+        thresholds: Sequence[float],
+        labels: jax.Array,
+        probabilities: jax.Array,
+        weights: jax.Array | None,
+    ) -> dict[str, metrics.Metric]:
+        """``accuracy/precision/recall/positive_threshold_<t>`` of ``probabilities > t``
+        (Keras' ``BinaryAccuracy``/``Precision``/``Recall`` at ``t``, as TF's heads)."""
+        out = {}
+        for t in thresholds:
+            positive = probabilities > t
+            out[self._summary_key(MetricKeys.ACCURACY_AT_THRESHOLD % t)] = metrics.accuracy(
+                labels, positive.astype(jnp.float32), weights
+            )
+            out[self._summary_key(MetricKeys.PRECISION_AT_THRESHOLD % t)] = metrics.precision(
+                labels, positive, weights
+            )
+            out[self._summary_key(MetricKeys.RECALL_AT_THRESHOLD % t)] = metrics.recall(
+                labels, positive, weights
             )
         return out
 

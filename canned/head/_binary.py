@@ -257,15 +257,7 @@ class BinaryClassHead(_base.Head):
         out[key(MetricKeys.AUC_PR)] = metrics.auc(
             labels, logistic, weights, curve="PR", summation_method="interpolation"
         )
-        for t in self._thresholds:
-            positive = logistic > t  # Keras' BinaryAccuracy/Precision/Recall at threshold t
-            out[key(MetricKeys.ACCURACY_AT_THRESHOLD % t)] = metrics.accuracy(
-                labels, positive.astype(jnp.float32), weights
-            )
-            out[key(MetricKeys.PRECISION_AT_THRESHOLD % t)] = metrics.precision(
-                labels, positive, weights
-            )
-            out[key(MetricKeys.RECALL_AT_THRESHOLD % t)] = metrics.recall(labels, positive, weights)
+        out.update(self._threshold_metrics(self._thresholds, labels, logistic, weights))
         return out
 
     # ----- export --------------------------------------------------------------------------

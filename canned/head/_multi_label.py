@@ -269,15 +269,7 @@ class MultiLabelHead(_base.Head):
         out[key(MetricKeys.AUC_PR)] = metrics.auc(
             labels, probabilities, weights, curve="PR", summation_method="interpolation"
         )
-        for t in self._thresholds:
-            positive = probabilities > t  # Keras' BinaryAccuracy/Precision/Recall at t
-            out[key(MetricKeys.ACCURACY_AT_THRESHOLD % t)] = metrics.accuracy(
-                labels, positive.astype(jnp.float32), weights
-            )
-            out[key(MetricKeys.PRECISION_AT_THRESHOLD % t)] = metrics.precision(
-                labels, positive, weights
-            )
-            out[key(MetricKeys.RECALL_AT_THRESHOLD % t)] = metrics.recall(labels, positive, weights)
+        out.update(self._threshold_metrics(self._thresholds, labels, probabilities, weights))
         for class_id in self._class_ids:
             if self._label_vocabulary is None:
                 names = (
