@@ -39,8 +39,10 @@ def _batch_size(features: Mapping, who: str) -> int:
 def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarray, str]:
     """The raw feature as ``[batch_size, k]`` and its kind, ``"string"`` or ``"int"``.
 
-    Strings come back as a ``str`` (``U``) array (bytes decoded as UTF-8), integers as
-    ``int64``.
+    Strings come back as an array of ``str`` (dtype ``U``, or ``object`` holding ``str``;
+    bytes decoded as UTF-8), integers as ``int64``. The common inputs (``U`` arrays, object
+    arrays of ``str``, integer arrays) are checked with whole-array operations, without a
+    Python step per element.
     """
     x = np.asarray(_require(features, key, who))
     if x.ndim == 0:
@@ -59,22 +61,14 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
         return x.astype(np.int64, copy=False), "int"
     if x.dtype.kind == "O":
         flat = x.ravel().tolist()
-        if all(isinstance(v, str | bytes) for v in flat):
-            try:
-                strings = [v.decode("utf-8") if isinstance(v, bytes) else v for v in flat]
-            except UnicodeDecodeError:
-                index, bad = next(
-                    (i, v) for i, v in enumerate(flat) if isinstance(v, bytes) and not _utf8(v)
-                )
-                raise ValueError(
-                    f"{who}: feature {key!r} holds bytes that are not UTF-8 text ({bad!r} at "
-                    f"flat index {index}). String features are read as UTF-8 (TF would take "
-                    "the raw bytes); decode them in input_fn (e.g. v.decode('latin-1')) or "
-                    "send binary ids as hex."
-                ) from None
-            return np.array(strings, dtype=str).reshape(x.shape), STRING
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
-            for v in flat:
+        types = set(map(type, flat))
+        if types <= {str}:
+            return x, STRING
+        if types <= {str, bytes}:
+            return _decoded(x, flat, key, who), STRING
+        if all(issubclass(t, int) and not issubclass(t, bool) for t in types):
+            low, high = min(flat, default=0), max(flat, default=0)
+            for v in (low, high):
                 if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
                     raise _int64_overflow(key, who, v)
             return x.astype(np.int64), "int"
@@ -83,6 +77,25 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
         "categorical feature). Convert it in input_fn, e.g. x.astype(np.int64) for integral "
         "floats or x.astype(str)."
     )
+
+
+def _decoded(x: np.ndarray, flat: list, key: str, who: str) -> np.ndarray:
+    """``x`` (object, ``str`` and ``bytes``) with the bytes decoded as UTF-8."""
+    try:
+        strings = [v.decode("utf-8") if isinstance(v, bytes) else v for v in flat]
+    except UnicodeDecodeError:
+        index, bad = next(
+            (i, v) for i, v in enumerate(flat) if isinstance(v, bytes) and not _utf8(v)
+        )
+        raise ValueError(
+            f"{who}: feature {key!r} holds bytes that are not UTF-8 text ({bad!r} at "
+            f"flat index {index}). String features are read as UTF-8 (TF would take "
+            "the raw bytes); decode them in input_fn (e.g. v.decode('latin-1')) or "
+            "send binary ids as hex."
+        ) from None
+    out = np.empty(len(strings), dtype=object)
+    out[:] = strings
+    return out.reshape(x.shape)
 
 
 def _utf8(value: bytes) -> bool:

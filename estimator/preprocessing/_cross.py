@@ -17,10 +17,6 @@ from estimator.preprocessing._base import (
 )
 from estimator.preprocessing._fingerprint import fingerprint64, fingerprint_cat64
 from estimator.preprocessing._specs import VarLenFeature, _merge_specs, dtype_name
-from estimator.preprocessing._string_table import StringTable
-
-# Fingerprint64 of raw string values, shared by every cross (a pure function of the string).
-_FINGERPRINTS = StringTable(fingerprint64, np.uint64)
 
 #: ``hash_key`` TF's ``sparse_cross_hashed`` uses when none is given (``crossed_column``).
 DEFAULT_CROSS_HASH_KEY = 0xDECAFCAFFE
@@ -71,7 +67,7 @@ class Cross(Op):
             if kind == "int":
                 cache[memo] = (x.view(np.uint64), x != -1)
             else:
-                cache[memo] = (_FINGERPRINTS(x), x != "")
+                cache[memo] = (fingerprint64(x.ravel().tolist()).reshape(x.shape), x != "")
         return cache[memo]
 
     def _compute(self, features, cache) -> CategoricalIds:

@@ -32,10 +32,8 @@ def fingerprint64(values: Iterable[str | bytes]) -> np.ndarray:
     Returns:
       ``uint64`` array, one fingerprint per value.
     """
-    values = list(values)
-    return np.fromiter(
-        (farmhash.fingerprint64(v) for v in values), dtype=np.uint64, count=len(values)
-    )
+    values = values if isinstance(values, list) else list(values)
+    return np.fromiter(map(farmhash.fingerprint64, values), dtype=np.uint64, count=len(values))
 
 
 def _shift_mix(x: np.ndarray) -> np.ndarray:

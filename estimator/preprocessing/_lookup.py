@@ -18,7 +18,14 @@ from estimator.preprocessing._base import (
 )
 from estimator.preprocessing._fingerprint import fingerprint64
 from estimator.preprocessing._specs import STRING, VarLenFeature, _as_tuple, dtype_name
-from estimator.preprocessing._string_table import StringTable
+
+
+class _Ids(dict):
+    """A vocabulary's ``{value: id}``; a missing value reads as -2 (not stored), so a batch
+    is looked up with ``map(table.__getitem__, values)``: no Python step per value."""
+
+    def __missing__(self, key) -> int:
+        return -2
 
 
 class _VocabularyLookup(Op):
@@ -28,20 +35,12 @@ class _VocabularyLookup(Op):
         raise NotImplementedError
 
     @functools.cached_property
-    def _table(self) -> dict:
-        return {v: i for i, v in enumerate(self._vocabulary())}
-
-    @functools.cached_property
-    def _strings(self) -> StringTable:
-        return StringTable(self._string_ids, np.int64)
-
-    def _string_ids(self, strings: list[str]) -> np.ndarray:
-        missing = np.array([len(v) == 0 for v in strings], dtype=bool)
-        return self._ids(strings, missing, strings)
+    def _table(self) -> _Ids:
+        return _Ids((v, i) for i, v in enumerate(self._vocabulary()))
 
     def _ids(self, keys: list, missing: np.ndarray, texts: list[str]) -> np.ndarray:
         table = self._table
-        ids = np.fromiter((table.get(k, -2) for k in keys), dtype=np.int64, count=len(keys))
+        ids = np.fromiter(map(table.__getitem__, keys), dtype=np.int64, count=len(keys))
         oov = (ids == -2) & ~missing
         if oov.any():
             if self.num_oov_buckets:
@@ -58,7 +57,9 @@ class _VocabularyLookup(Op):
         x, kind = _categorical_input(features, self.key, who)
         _check_kind(self.dtype, kind, x, self.key, who)
         if kind == STRING:
-            return CategoricalIds(self._strings(x).astype(np.int32), None)
+            strings = x.ravel().tolist()
+            ids = self._ids(strings, (x == "").ravel(), strings)
+            return CategoricalIds(ids.reshape(x.shape).astype(np.int32), None)
         uniq, inverse = np.unique(x, return_inverse=True)
         keys = uniq.tolist()
         # TF hashes OOV integers as their decimal strings.
@@ -202,20 +203,16 @@ class HashBucket(Op):
         x, kind = _categorical_input(features, self.key, who)
         _check_kind(self.dtype, kind, x, self.key, who)
         if kind == STRING:
-            return CategoricalIds(self._strings(x).astype(np.int32), None)
+            ids = self._string_ids(x.ravel().tolist())
+            ids[(x == "").ravel()] = -1
+            return CategoricalIds(ids.reshape(x.shape).astype(np.int32), None)
         uniq, inverse = np.unique(x, return_inverse=True)
         ids = self._string_ids([str(k) for k in uniq.tolist()])  # decimal strings, as TF
         ids[uniq == -1] = -1
         return CategoricalIds(ids[inverse.reshape(x.shape)].astype(np.int32), None)
 
-    @functools.cached_property
-    def _strings(self) -> StringTable:
-        return StringTable(self._string_ids, np.int64)
-
     def _string_ids(self, strings: list[str]) -> np.ndarray:
-        ids = (fingerprint64(strings) % np.uint64(self.hash_bucket_size)).astype(np.int64)
-        ids[[len(v) == 0 for v in strings]] = -1
-        return ids
+        return (fingerprint64(strings) % np.uint64(self.hash_bucket_size)).astype(np.int64)
 
     def input_spec(self):
         return {self.key: VarLenFeature(self.dtype)}
