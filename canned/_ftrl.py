@@ -24,6 +24,8 @@ import jax.numpy as jnp
 import optax
 from optax import GradientTransformation, ScalarOrSchedule
 
+from estimator.model.train_op import mark_row_wise
+
 __all__ = ["FtrlState", "ftrl"]
 
 
@@ -119,7 +121,10 @@ def ftrl(
 
     Returns:
       A :class:`optax.GradientTransformation` whose state is :class:`FtrlState`. Its
-      ``update(grads, state, params)`` requires ``params``.
+      ``update(grads, state, params)`` requires ``params``. It is marked row-wise
+      (``est.sparse_updates``): tables read through lookups are updated only in the rows a
+      batch looks up, as TF's ``SparseApplyFtrl`` does, which also avoids the dense
+      differences listed above.
 
     Raises:
       ValueError: if an argument is out of range (messages as Keras's ``Ftrl``), or when
@@ -216,4 +221,6 @@ def ftrl(
         count = optax.safe_increment(state.count)
         return updates, FtrlState(count=count, accumulator=accumulator, linear=linear)
 
-    return GradientTransformation(init_fn, update_fn)
+    # Row-wise: a row's new weight depends on its own gradient and slots only, so the
+    # Estimator may update only the looked-up rows of a table, as TF's SparseApplyFtrl.
+    return mark_row_wise(GradientTransformation(init_fn, update_fn))

@@ -25,6 +25,7 @@ import optax
 from optax import GradientTransformation, ScalarOrSchedule
 
 from canned._ftrl import ftrl
+from estimator.model.train_op import mark_row_wise
 
 __all__ = ["get_optimizer_instance"]
 
@@ -103,9 +104,12 @@ def _scale_by_keras_adam(
 
 
 def _adagrad(learning_rate: ScalarOrSchedule) -> GradientTransformation:
-    return optax.chain(
-        _scale_by_keras_adagrad(initial_accumulator_value=0.1, epsilon=_EPSILON),
-        optax.scale_by_learning_rate(learning_rate),
+    # Row-wise (a row without gradient is unchanged): tables get TF's sparse updates.
+    return mark_row_wise(
+        optax.chain(
+            _scale_by_keras_adagrad(initial_accumulator_value=0.1, epsilon=_EPSILON),
+            optax.scale_by_learning_rate(learning_rate),
+        )
     )
 
 
@@ -124,7 +128,7 @@ def _rmsprop(learning_rate: ScalarOrSchedule) -> GradientTransformation:
 
 
 def _sgd(learning_rate: ScalarOrSchedule) -> GradientTransformation:
-    return optax.sgd(learning_rate)
+    return mark_row_wise(optax.sgd(learning_rate))
 
 
 def _ftrl(learning_rate: ScalarOrSchedule) -> GradientTransformation:

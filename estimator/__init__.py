@@ -56,6 +56,7 @@ from estimator.model.export_output import RegressionOutput as RegressionOutput
 from estimator.model.spec import EstimatorSpec as EstimatorSpec
 from estimator.model.strings import IndexToString as IndexToString
 from estimator.model.strings import index_to_string as index_to_string
+from estimator.model.train_op import sparse_updates as sparse_updates
 from estimator.model.train_op import train_op_by_scope as train_op_by_scope
 from estimator.model.variables import assign as assign
 from estimator.model.variables import get_global_step as get_global_step
@@ -138,6 +139,7 @@ __all__ = [
     "EvalSpec",
     "TrainSpec",
     "train_and_evaluate",
+    "sparse_updates",
     "train_op_by_scope",
     "add_metrics",
     "VocabInfo",

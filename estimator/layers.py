@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from estimator import initializers as init
+from estimator.model.rows import lookup_rows
 from estimator.model.variables import (
     _frame,
     assign,
@@ -463,11 +463,16 @@ def embedding_lookup(
 
     Args:
       params: ``[vocab_size, dimension]`` or None.
-      ids: integer array of any shape, values in ``[0, vocab_size)``.
+      ids: integer array of any shape, values in ``[0, vocab_size)``; other values (-1 for
+        "none") give rows of zeros (TF raises on them; a compiled step cannot).
       max_norm: clip each looked-up row to this L2 norm (TF's ``max_norm``).
 
     Returns:
       ``ids.shape + [dimension]``.
+
+    In training, a table read only through lookups is updated row by row when ``train_op``
+    allows it (``est.sparse_updates``): only the looked-up rows and their optimizer slots
+    change, as with TF's sparse gradients (``estimator.model.rows``).
 
     Raises:
       ValueError: when neither a table nor its size is given.
@@ -485,8 +490,7 @@ def embedding_lookup(
                 jnp.float32,
                 initializer or init.random_uniform_initializer(-0.05, 0.05),
             )
-    params = jnp.asarray(params)
-    rows = jnp.take(params, jnp.asarray(ids, np.int32), axis=0)
+    rows = lookup_rows(params, ids)
     if max_norm is not None:
         norms = jnp.linalg.norm(rows, axis=-1, keepdims=True)
         rows = rows * jnp.minimum(1.0, max_norm / jnp.maximum(norms, 1e-12))

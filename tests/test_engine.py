@@ -142,9 +142,10 @@ def batch(n, label=3.0):
     return {"x": x}, np.full((n,), label, np.float32)
 
 
-def test_compile_count_is_one_per_batch_signature():
+@pytest.mark.parametrize("steps_per_call", [1, 4])
+def test_compile_count_is_one_per_batch_signature(steps_per_call):
     model = ModelFunction(linear_model_fn, {}, None, seed=0)
-    compiler = StepCompiler(model, ModeKeys.TRAIN)
+    compiler = StepCompiler(model, ModeKeys.TRAIN, steps_per_call=steps_per_call)
     state = compiler.init_state(*batch(4))
     compiler.prepare_run(state, *batch(4))
     assert compiler.compile_count == 1
@@ -158,10 +159,31 @@ def test_compile_count_is_one_per_batch_signature():
     features, labels = batch(4)
     state, _, _ = compiler(state, features, labels.astype(np.float64))  # float64 -> float32
     assert compiler.compile_count == 2
-    for _ in range(2):  # four steps in one call: one fused program, compiled once
-        state, _, _ = compiler.multi(state, [batch(4)] * 4)
-    assert compiler.compile_count == 3
-    assert int(state.global_step) == 3 + 1 + 1 + 1 + 8  # prepare_run runs no step
+    if steps_per_call > 1:
+        # Several steps in one call, however many: the same program as one step.
+        for n in (4, 2, 3):
+            state, _, _ = compiler.multi(state, [batch(4)] * n)
+        assert compiler.compile_count == 2
+        assert int(state.global_step) == 3 + 1 + 1 + 1 + 9  # prepare_run runs no step
+        with pytest.raises(ValueError, match="A call runs 1 to 4 steps .* got 5 batches"):
+            compiler.multi(state, [batch(4)] * 5)
+    else:
+        assert int(state.global_step) == 3 + 1 + 1 + 1
+
+
+def test_a_fused_call_equals_its_single_steps():
+    # w starts at 0; x = [1, 2], label 3: prediction p = w·x, loss = (p - 3)², grad = 2(p - 3)x.
+    # Step 1: p = 0, grad = -6·[1, 2] = [-6, -12], w = 0.1·[6, 12] = [0.6, 1.2].
+    # Step 2: p = 0.6 + 2.4 = 3, grad = 0: w stays [0.6, 1.2]; with label 5 instead:
+    # p = 3, grad = 2(3 - 5)[1, 2] = [-4, -8], w = [0.6, 1.2] + 0.1·[4, 8] = [1.0, 2.0].
+    model = ModelFunction(linear_model_fn, {}, None, seed=0)
+    compiler = StepCompiler(model, ModeKeys.TRAIN, steps_per_call=4)
+    state = compiler.init_state(*batch(4))
+    state, outputs, _ = compiler.multi(state, [batch(4), batch(4, label=5.0)])
+    np.testing.assert_allclose(state.trainable["w"], [1.0, 2.0], rtol=1e-6)
+    assert int(state.global_step) == 2
+    # The outputs are the last step's: its loss was computed before its update, (3 - 5)² = 4.
+    np.testing.assert_allclose(outputs["loss"], 4.0, rtol=1e-6)
 
 
 def test_estimator_runtime_counts_no_compile_on_repeated_calls(tmp_path):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from estimator.model.rows import lookup_rows
+
 COMBINERS = ("mean", "sqrtn", "sum")
 
 
@@ -42,6 +44,10 @@ def safe_embedding_lookup(
 
     Returns:
       ``[batch_size, dim]`` array of ``params``' dtype.
+
+    The rows are read with ``estimator.model.rows.lookup_rows``: in training, under an
+    optimizer that allows it (FTRL, Adagrad, SGD), only the rows of the ids present (those
+    not dropped above) and their slots are updated, as TF's sparse kernels do.
     """
     check_combiner(combiner)
     ids = jnp.asarray(ids, jnp.int32)
@@ -53,7 +59,7 @@ def safe_embedding_lookup(
         if combiner != "sum":
             valid = valid & (w > 0)
     w = jnp.where(valid, w, 0)
-    rows = jnp.take(params, jnp.where(valid, ids, 0), axis=0)  # [batch_size, k, dim]
+    rows = lookup_rows(params, jnp.where(valid, ids, -1))  # [batch_size, k, dim]
     if max_norm is not None:
         norm = jnp.linalg.norm(rows, axis=-1, keepdims=True)
         rows = rows * jnp.where(norm > max_norm, max_norm / jnp.maximum(norm, 1e-30), 1.0)

@@ -39,31 +39,42 @@ class _Entry(NamedTuple):
 class StepCompiler:
     """Builds and compiles the step function of one mode (internal).
 
+    With ``steps_per_call`` 1 (and for PREDICT) the program is the mode's single step. With
+    more, it is the mode's fused form (``estimator.engine.steps.train_steps``): up to
+    ``steps_per_call`` batches in one call, how many given at run time, so one program per
+    batch signature serves every call, one step or many.
+
     Args:
       model: the :class:`~estimator.model.ModelFunction`.
       mode: a ``ModeKeys`` value (the step is ``estimator.engine.steps.PROGRAMS[mode]``).
       state_sharding: ``state_sharding(state) -> pytree of shardings`` (None on one
         device).
+      steps_per_call: the most steps one call runs (``RunConfig.steps_per_execution``).
 
     Attributes:
       info: the :class:`StepInfo` of the current run (see :meth:`prepare_run`).
-      compile_count: programs compiled so far (single and fused steps).
+      compile_count: programs compiled so far (one per batch signature).
+      call_count: device calls made so far (each runs 1 to ``steps_per_call`` steps).
+      steps_per_call: the most steps one call runs (1 for PREDICT).
     """
 
-    def __init__(self, model: ModelFunction, mode: str, state_sharding=None) -> None:
+    def __init__(
+        self, model: ModelFunction, mode: str, state_sharding=None, steps_per_call: int = 1
+    ) -> None:
         self.model = model
         self.mode = mode
         self.state_sharding = state_sharding
         self.program = PROGRAMS[mode]
+        self.steps_per_call = max(1, int(steps_per_call)) if self.program.steps else 1
         self.info: StepInfo | None = None
         self.compile_count = 0
+        self.call_count = 0
         self._step = bind(self.program.step, model)
-        self._jitted = jax.jit(self._step, donate_argnums=self.program.donate)
-        self._fused = (
-            None
-            if self.program.steps is None
-            else jax.jit(bind(self.program.steps, model), donate_argnums=self.program.donate)
-        )
+        if self.steps_per_call == 1:
+            self._program = self._step
+        else:
+            self._program = bind(self.program.steps, model)
+        self._jitted = jax.jit(self._program, donate_argnums=self.program.donate)
         self._init = jax.jit(lambda features, labels: init_state(model, mode, features, labels))
         self._compiled: dict = {}
         self._abstract_acc = None
@@ -85,21 +96,33 @@ class StepCompiler:
         if self._abstract_acc is None:
             stats = jax.eval_shape(bind(batch_stats, self.model), state, features, labels)[0]
             self._abstract_acc = stats
-        return jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), self._abstract_acc)
+        return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), self._abstract_acc)
 
     # ----- compiling --------------------------------------------------------------------
-    def _entry(self, args: tuple) -> _Entry:
-        key = signature(args[self.program.leading :])
+    def _arguments(self, leading: tuple, batches: list) -> tuple:
+        """The program's arguments for ``batches`` (1 to ``steps_per_call`` of them)."""
+        if self.steps_per_call == 1:
+            (batch,) = batches
+            return (*leading, *batch)
+        count = np.int32(len(batches))
+        if count < self.steps_per_call:
+            # Unused slots repeat the last batch, placed once: nothing more is transferred.
+            filler = jax.device_put(batches[-1])
+            batches = [*batches, *[filler] * (self.steps_per_call - count)]
+        return (*leading, tuple(batches), count)
+
+    def _entry(self, leading: tuple, batch) -> _Entry:
+        key = signature(batch)
         entry = self._compiled.get(key)
         if entry is None:
-            traced = self._jitted.trace(*args)
+            traced = self._jitted.trace(*self._arguments(leading, [batch]))
             entry = _Entry(traced.lower().compile(), traced.out_info[-1])
             self._compiled[key] = entry
             self.compile_count += 1
         return entry
 
     def prepare_run(self, *args) -> StepInfo:
-        """Readies a ``train``/``evaluate``/``predict`` call: compiles the step for
+        """Readies a ``train``/``evaluate``/``predict`` call: compiles the program for
         ``args`` (the leading arguments and the first batch) when its signature is new,
         and returns (and keeps in :attr:`info`) the hooks ``model_fn`` gives this call.
 
@@ -109,8 +132,9 @@ class StepCompiler:
         objects and hooks created outside it are the caller's very objects; one that
         returned none is not traced again.
         """
-        known = signature(args[self.program.leading :]) in self._compiled
-        info = self._entry(args).info
+        leading, batch = args[: self.program.leading], args[self.program.leading :]
+        known = signature(batch) in self._compiled
+        info = self._entry(leading, batch).info
         if known and (info.hooks or info.chief_hooks):
             step = self._step
             info = jax.eval_shape(lambda *a: step(*a), *args)[-1]  # a new function: a trace
@@ -120,23 +144,24 @@ class StepCompiler:
     def __call__(self, *args):
         """Runs one step, compiling for a new batch signature; returns the step's result
         (see ``estimator.engine.steps``)."""
-        return self._entry(args).executable(*args)
+        leading, batch = args[: self.program.leading], args[self.program.leading :]
+        return self.multi(*leading, [batch])
 
     def multi(self, *args):
-        """Runs ``len(batches)`` steps (of one signature) in one call; ``args`` are the
-        step's leading arguments (state, and the accumulator in EVAL) and the batches."""
+        """Runs ``len(batches)`` steps (of one signature, at most ``steps_per_call``) in one
+        call; ``args`` are the step's leading arguments (state, and the accumulator in EVAL)
+        and the batches."""
         *leading, batches = args
-        batches = tuple(batches)
-        key = ("fused", len(batches), signature(batches[0]))
-        entry = self._compiled.get(key)
-        if entry is None:
-            traced = self._fused.trace(*leading, batches)
-            entry = _Entry(traced.lower().compile(), traced.out_info[-1])
-            self._compiled[key] = entry
-            self.compile_count += 1
-        return entry.executable(*leading, batches)
+        batches = list(batches)
+        if not 1 <= len(batches) <= self.steps_per_call:
+            raise ValueError(
+                f"A call runs 1 to {self.steps_per_call} steps (steps_per_execution); got "
+                f"{len(batches)} batches."
+            )
+        entry = self._entry(tuple(leading), batches[0])
+        self.call_count += 1
+        return entry.executable(*self._arguments(tuple(leading), batches))
 
     def compiled_signatures(self) -> list[tuple]:
-        """The keys of the compiled programs: a batch signature, or
-        ``("fused", n, signature)`` for ``n`` steps in one call."""
+        """The batch signatures of the compiled programs (one program each)."""
         return list(self._compiled)

@@ -172,22 +172,22 @@ class _QueuedRunner:
     """Runs steps up to ``steps_per_execution`` at a time (internal).
 
     Steps whose outputs no hook fetches are queued and run together in one device call
-    (a ``lax.scan``), so the per-call dispatch cost is shared; a step whose values a hook
-    fetches, a read of the state (a checkpoint save) or the end of the loop runs the queue
-    first. Only full queues run as one call; a shorter remainder runs step by step, so a
-    batch shape compiles at most two variants (one step, ``steps_per_execution`` steps).
+    (a ``lax.fori_loop``), so the per-call dispatch cost is shared; a step whose values a
+    hook fetches, a read of the state (a checkpoint save) or the end of the loop runs the
+    queue first. Every call, of one step or of many, runs the same compiled program (see
+    ``StepCompiler``): a batch shape compiles once.
     """
 
-    def __init__(self, compiler: StepCompiler, steps_per_execution: int) -> None:
+    def __init__(self, compiler: StepCompiler) -> None:
         self.compiler = compiler
         self.outputs: dict = {}
-        self.k = max(1, int(steps_per_execution))
+        self.k = compiler.steps_per_call
         self._pending: list = []
         self._shapes = None
 
     def run(self, batch, sync: bool) -> None:
         if self.k == 1:
-            self._one(batch)
+            self._many([batch])
             return
         shapes = _batch_shapes(batch)
         if self._pending and shapes != self._shapes:
@@ -199,23 +199,17 @@ class _QueuedRunner:
 
     def flush(self) -> None:
         pending = self._pending
-        while len(pending) >= self.k:
+        while pending:
             chunk, pending[: self.k] = pending[: self.k], []
             self._many(chunk)
-        for batch in pending:  # fewer than k: one by one, never a new compiled variant
-            self._one(batch)
-        pending.clear()
 
 
 class TrainRunner(_QueuedRunner):
     """Train steps; ``state`` is the :class:`TrainState` after the last step run."""
 
-    def __init__(self, compiler: StepCompiler, state: TrainState, steps_per_execution: int):
-        super().__init__(compiler, steps_per_execution)
+    def __init__(self, compiler: StepCompiler, state: TrainState):
+        super().__init__(compiler)
         self.state = state
-
-    def _one(self, batch) -> None:
-        self.state, self.outputs, _ = self.compiler(self.state, *batch)
 
     def _many(self, batches: list) -> None:
         self.state, self.outputs, _ = self.compiler.multi(self.state, batches)
@@ -224,15 +218,10 @@ class TrainRunner(_QueuedRunner):
 class EvalRunner(_QueuedRunner):
     """Evaluation steps accumulating metrics on the device in ``accumulator``."""
 
-    def __init__(
-        self, compiler: StepCompiler, state: TrainState, accumulator, steps_per_execution: int = 1
-    ) -> None:
-        super().__init__(compiler, steps_per_execution)
+    def __init__(self, compiler: StepCompiler, state: TrainState, accumulator) -> None:
+        super().__init__(compiler)
         self.state = state
         self.accumulator = accumulator
-
-    def _one(self, batch) -> None:
-        self.accumulator, self.outputs, _ = self.compiler(self.state, self.accumulator, *batch)
 
     def _many(self, batches: list) -> None:
         self.accumulator, self.outputs, _ = self.compiler.multi(

@@ -100,7 +100,9 @@ class Runtime:
     def compiler(self, mode: str) -> StepCompiler:
         """The mode's :class:`StepCompiler` (made on first use)."""
         if mode not in self._compilers:
-            self._compilers[mode] = StepCompiler(self.model, mode, self._sharding)
+            self._compilers[mode] = StepCompiler(
+                self.model, mode, self._sharding, self.steps_per_execution
+            )
         return self._compilers[mode]
 
     def compile_counts(self) -> dict[str, int]:
@@ -191,7 +193,7 @@ class Runtime:
         for hook in all_hooks:
             hook.begin()
         state = self.states.read(compiler, first, latest, training=True, abstract=abstract)
-        runner = TrainRunner(compiler, state, self.steps_per_execution)
+        runner = TrainRunner(compiler, state)
         session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
         # A save is collective in a multi-process job: one process's SIGTERM can't save.
         guard = SignalGuard(
@@ -253,7 +255,7 @@ class Runtime:
         start = time.time()
         for hook in all_hooks:
             hook.begin()
-        runner = EvalRunner(compiler, state, acc, self.steps_per_execution)
+        runner = EvalRunner(compiler, state, acc)
         session = self._session(ModeKeys.EVAL, runner, state, all_hooks, info)
         with SignalGuard(sigterm=False) as guard:
             run_loop(session, all_hooks, prefetcher, num_steps=steps, guard=guard)

@@ -9,7 +9,8 @@ it comes back from ``jax.jit(...).trace(...).out_info`` and ``jax.eval_shape`` a
 ordinary return value and costs nothing on the device.
 
 * TRAIN ``train_step(model, state, features, labels) -> (state', outputs, info)``: the
-  loss's gradient, then ``train_op``; a non-finite loss changes nothing, then or later.
+  loss's gradient, then ``train_op`` (row by row for lookup tables when ``train_op``
+  allows: ``estimator.engine.sparse``); a non-finite loss changes nothing, then or later.
 * EVAL ``eval_step(model, state, acc, features, labels) -> (acc', outputs, info)``:
   ``acc`` holds the merged metrics, the sum of batch losses and the number of batches.
 * PREDICT ``predict_step(model, state, features) -> (predictions, outputs, info)``.
@@ -29,10 +30,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from estimator.engine import sparse
 from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
+from estimator.model.rows import RowAccess
 from estimator.model.spec import EstimatorSpec
 
 __all__ = [
@@ -82,13 +85,23 @@ class StepInfo:
       output_names: the names of the step's ``outputs`` (what hooks may fetch besides
         ``global_step``).
       train_op: the ``optax.GradientTransformation`` (TRAIN), else None.
+      row_tables: the trainable tables the train step updates row by row (sparse updates,
+        ``estimator.engine.sparse``), sorted; ``()`` outside TRAIN.
     """
 
-    def __init__(self, hooks: tuple, chief_hooks: tuple, output_names: tuple, train_op) -> None:
+    def __init__(
+        self,
+        hooks: tuple,
+        chief_hooks: tuple,
+        output_names: tuple,
+        train_op,
+        row_tables: tuple = (),
+    ) -> None:
         self.hooks = hooks
         self.chief_hooks = chief_hooks
         self.output_names = output_names
         self.train_op = train_op
+        self.row_tables = row_tables
 
 
 class FetchName(str):
@@ -128,13 +141,21 @@ _SPEC_HOOKS: dict[str, Callable[[EstimatorSpec], tuple[tuple, tuple]]] = {
 }
 
 
-def _run(model: ModelFunction, mode: str, state: TrainState, features, labels, trainable=None):
-    """``model_fn`` on the state's variables: ``(spec, outputs, info)``."""
+def _run(
+    model: ModelFunction,
+    mode: str,
+    state: TrainState,
+    features,
+    labels,
+    trainable=None,
+    rows=None,
+):
+    """``model_fn`` on the state's variables: ``(spec, frame, outputs, info)``."""
     variables = {
         "trainable": state.trainable if trainable is None else trainable,
         "non_trainable": state.non_trainable,
     }
-    spec, frame = model.apply(mode, features, labels, variables, state.global_step)
+    spec, frame = model.apply(mode, features, labels, variables, state.global_step, rows)
     hooks, chief_hooks = _SPEC_HOOKS[mode](spec)
     outputs = {**frame.named, **frame.summaries}
     if spec.loss is not None:
@@ -171,32 +192,78 @@ def init_state(model: ModelFunction, mode: str, features, labels) -> TrainState:
     )
 
 
+def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) -> dict:
+    """``{table: ids per step}`` to update row by row (``estimator.engine.sparse.plan``),
+    planned once per model and input shapes."""
+
+    def run(trainable, access, non_trainable, features, labels, global_step):
+        variables = {"trainable": trainable, "non_trainable": non_trainable}
+        spec, _ = model.apply(ModeKeys.TRAIN, features, labels, variables, global_step, access)
+        return spec.loss, spec.train_op
+
+    args = (state.non_trainable, features, labels, state.global_step)
+    key = (
+        jax.tree.structure((state.trainable, args)),
+        tuple((x.shape, x.dtype) for x in jax.tree.leaves((state.trainable, args))),
+    )
+    if key not in model.sparse_plans:
+        model.sparse_plans[key] = sparse.plan(run, state.trainable, args)
+    return model.sparse_plans[key]
+
+
 def train_step(model: ModelFunction, state: TrainState, features, labels):
     """One train step: ``(state', outputs, info)`` (see the module docstring)."""
+    tables = _sparse_tables(model, state, features, labels)
+    dense = {k: v for k, v in state.trainable.items() if k not in tables}
 
-    def loss_fn(trainable):
-        spec, frame, outputs, info = _run(model, ModeKeys.TRAIN, state, features, labels, trainable)
+    def loss_fn(dense, deltas):
+        access = RowAccess(deltas=deltas) if tables else None
+        trainable = {**state.trainable, **dense}
+        spec, frame, outputs, info = _run(
+            model, ModeKeys.TRAIN, state, features, labels, trainable, access
+        )
+        ids = {}
+        if access is not None:
+            if not access.complete():
+                raise RuntimeError(
+                    "model_fn looked up fewer table rows in this trace than in the previous "
+                    "one: it must look up the same tables with the same id shapes on every "
+                    "call."
+                )
+            ids = {name: jnp.concatenate(parts) for name, parts in access.ids.items()}
         non_trainable = {**state.non_trainable, **frame.assigned}
-        return spec.loss, (non_trainable, outputs, info)
+        return spec.loss, (non_trainable, outputs, info, ids)
 
-    (loss, (non_trainable, outputs, info)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-        state.trainable
-    )
+    (loss, (non_trainable, outputs, info, ids)), (grads, delta_grads) = jax.value_and_grad(
+        loss_fn, argnums=(0, 1), has_aux=True
+    )(dense, sparse.zero_deltas(tables, state.trainable))
+    rows = sparse.gather(state.trainable, state.opt_state, delta_grads, ids) if tables else None
+    params = dense if rows is None else {**dense, **rows.params}
+    opt_state = state.opt_state if rows is None else rows.state
+    if rows is not None:
+        grads = {**grads, **rows.grads}
 
     def apply(_):
-        updates, opt_state = info.train_op.update(grads, state.opt_state, state.trainable)
-        return optax.apply_updates(state.trainable, updates), non_trainable, opt_state
+        updates, new_opt_state = info.train_op.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), non_trainable, new_opt_state
 
     def skip(_):
-        return state.trainable, state.non_trainable, state.opt_state
+        return params, state.non_trainable, opt_state
 
     # A non-finite loss leaves everything as it was, and so does every later step of this
     # loop: nothing computed after a NaN can reach the variables or a checkpoint before the
     # host sees the record (at its next fetch) and stops. A conditional, not an elementwise
-    # select over every variable: the skipped branch costs nothing.
+    # select over every variable: the skipped branch costs nothing. Tables updated row by
+    # row are outside it: only their rows are, and the unchanged rows are written back.
     finite = jnp.isfinite(loss)
     healthy = finite & (state.non_finite_step < 0)
     trainable, non_trainable, opt_state = jax.lax.cond(healthy, apply, skip, None)
+    if rows is not None:
+        new_rows = {name: trainable.pop(name) for name in tables}
+        full, opt_state = sparse.scatter(
+            rows, state.trainable, state.opt_state, new_rows, opt_state
+        )
+        trainable = {**full, **trainable}
     new_state = TrainState(
         trainable,
         non_trainable,
@@ -204,6 +271,10 @@ def train_step(model: ModelFunction, state: TrainState, features, labels):
         state.global_step + 1,
         jnp.where(finite | (state.non_finite_step >= 0), state.non_finite_step, state.global_step),
     )
+    if tables:
+        info = StepInfo(
+            info.hooks, info.chief_hooks, info.output_names, info.train_op, tuple(sorted(tables))
+        )
     return new_state, outputs, info
 
 
@@ -245,29 +316,44 @@ def predict_step(model: ModelFunction, state: TrainState, features):
     return spec.predictions, outputs, info
 
 
-def _stack(batches: tuple):
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *batches)
+def _loop(step: Callable, carry, batches: tuple, n):
+    """Runs ``step(carry, batch) -> (carry, outputs, info)`` on ``batches[:n]`` in one
+    ``lax.fori_loop`` (the step is compiled once, whatever ``n``); returns the last step's
+    ``(carry, outputs, info)``. ``n`` is traced: 1 <= n <= len(batches).
+
+    A batch is picked with ``lax.switch`` over the arguments, not a stacked copy of them all,
+    so a call running fewer steps than it has slots (the slots are padded with the last
+    batch) moves only the batches it runs.
+    """
+    found = []
+
+    def run(carry, batch):
+        carry, outputs, info = step(carry, batch)
+        found.append(info)
+        return carry, outputs
+
+    outputs = jax.eval_shape(lambda c, b: run(c, b)[1], carry, batches[0])
+    pick = [functools.partial(lambda b: b, b) for b in batches]
+
+    def body(i, value):
+        return run(value[0], jax.lax.switch(i, pick))
+
+    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), outputs)
+    carry, outputs = jax.lax.fori_loop(0, n, body, (carry, zeros))
+    return carry, outputs, found[-1]
 
 
-def train_steps(model: ModelFunction, state: TrainState, batches: tuple):
-    """``len(batches)`` train steps in one call: a scan, then the last step, whose outputs
-    are returned."""
-
-    def body(s, batch):
-        return train_step(model, s, *batch)[0], None
-
-    state, _ = jax.lax.scan(body, state, _stack(batches[:-1]))
-    return train_step(model, state, *batches[-1])
+def train_steps(model: ModelFunction, state: TrainState, batches: tuple, n):
+    """The first ``n`` of ``batches`` as train steps in one call (one compiled program per
+    batch signature for any ``n`` up to ``len(batches)``); returns the last step's
+    ``(state', outputs, info)``."""
+    return _loop(lambda s, b: train_step(model, s, *b), state, batches, n)
 
 
-def eval_steps(model: ModelFunction, state: TrainState, acc, batches: tuple):
-    """``len(batches)`` evaluation steps in one call (as :func:`train_steps`)."""
-
-    def body(a, batch):
-        return eval_step(model, state, a, *batch)[0], None
-
-    acc, _ = jax.lax.scan(body, acc, _stack(batches[:-1]))
-    return eval_step(model, state, acc, *batches[-1])
+def eval_steps(model: ModelFunction, state: TrainState, acc, batches: tuple, n):
+    """The first ``n`` of ``batches`` as evaluation steps in one call (as
+    :func:`train_steps`)."""
+    return _loop(lambda a, b: eval_step(model, state, a, *b), acc, batches, n)
 
 
 class Program(NamedTuple):

@@ -74,6 +74,7 @@ class ModelFunction:
         self.base_key = jax.random.key(seed)
         self.arg_names = set(fn_args(model_fn))
         self.trace_count = 0
+        self.sparse_plans: dict = {}  # see estimator.engine.steps._sparse_tables
 
     def check_labels(self, labels) -> None:
         """Raises TF's ValueError when ``input_fn`` gives labels ``model_fn`` can't take."""
@@ -81,7 +82,13 @@ class ModelFunction:
             raise ValueError("model_fn does not take labels, but input_fn returns labels.")
 
     def apply(
-        self, mode: str, features, labels, variables: dict | None = None, global_step=0
+        self,
+        mode: str,
+        features,
+        labels,
+        variables: dict | None = None,
+        global_step=0,
+        rows=None,
     ) -> tuple[EstimatorSpec, Frame]:
         """Runs ``model_fn`` once.
 
@@ -92,6 +99,8 @@ class ModelFunction:
             creates every variable from its initializer (the *init* run).
           global_step: int32 scalar: what ``get_global_step()`` returns; it also picks the
             step's random key (``next_rng_key``).
+          rows: a ``estimator.model.rows.RowAccess``: how table lookups read their rows in
+            a train step with sparse updates (apply runs only).
 
         Returns:
           ``(spec, frame)``: the ``EstimatorSpec`` and what the run read and wrote
@@ -112,6 +121,7 @@ class ModelFunction:
                 global_step,
                 trainable=variables["trainable"],
                 non_trainable=dict(variables["non_trainable"]),
+                rows=rows,
             )
         kwargs = {}
         if "labels" in self.arg_names:

@@ -73,6 +73,7 @@ class Frame:
     used: set[str] = field(default_factory=set)
     rng_count: int = 0
     by_id: dict[int, str] = field(default_factory=dict)
+    rows: Any = None  # estimator.model.rows.RowAccess in a sparse train step, else None
 
 
 def _frame(what: str) -> Frame:

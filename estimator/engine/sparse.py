@@ -1,0 +1,172 @@
+"""Sparse updates of lookup tables in the train step (TF's ``SparseApply*`` kernels).
+
+A table (embedding or linear weights) that ``model_fn`` reads only through
+``estimator.model.rows.lookup_rows``, under a ``train_op`` declared row-wise for it
+(``est.sparse_updates``; the canned FTRL, Adagrad and SGD), is trained without ever forming
+a table-sized gradient:
+
+1. :func:`plan` traces ``model_fn`` once more, abstractly, with each candidate table's
+   lookups reading a *shadow* copy. A table whose own variable is then unused in the traced
+   program is read only through lookups; the trace also gives the number of ids each table
+   looks up per step (static shapes).
+2. The train step differentiates ``model_fn`` with respect to the other variables and to
+   a zero ``delta`` per looked-up id (``RowAccess``): the gradient of each lookup's rows.
+3. :func:`gather` gives each looked-up id (ids out of range point past the table) the
+   summed gradient of its row, and gathers the rows and their optimizer slots (state
+   leaves of the table's shape under its name): one entry per id, so shapes are static.
+4. ``train_op.update`` runs on that small tree (dense variables whole, tables as rows), and
+   :func:`scatter` writes the new rows and slots back (past the table: dropped). Entries of
+   the same row carry the same values, so the order of the writes does not matter.
+
+Per step this costs O(ids in the batch) for each table, whatever its size. SGD, Adagrad and
+FTRL leave a row without gradient unchanged, so the result equals the dense update (TF's
+sparse kernels are the reference; ``tests/test_sparse_updates.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.extend.core import Var
+
+from estimator.model.rows import RowAccess
+from estimator.model.train_op import row_wise
+
+__all__ = ["Rows", "gather", "plan", "scatter", "zero_deltas"]
+
+
+def plan(run: Callable, trainable: dict, args: tuple) -> dict[str, int]:
+    """The tables to update row by row, with the number of ids each looks up per step.
+
+    Args:
+      run: ``run(trainable, access, *args) -> (loss, train_op)``: ``model_fn`` in TRAIN mode
+        on the given variables with ``access`` in its frame.
+      trainable: ``{name: array}`` (traced or abstract).
+      args: the other inputs of ``run`` (arrays, traced or abstract).
+
+    Returns:
+      ``{name: number of ids}`` (empty when nothing qualifies).
+    """
+    names = sorted(trainable)
+    candidates = [
+        n
+        for n in names
+        if trainable[n].ndim >= 1 and jnp.issubdtype(trainable[n].dtype, jnp.inexact)
+    ]
+    if not candidates:
+        return {}
+    found: dict = {}
+
+    def discover(values, shadows, rest):
+        access = RowAccess(shadows=dict(zip(candidates, shadows, strict=True)))
+        loss, train_op = run(dict(zip(names, values, strict=True)), access, *rest)
+        found["shapes"], found["train_op"] = access.shapes, train_op
+        return loss
+
+    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), args)
+    values = [jax.ShapeDtypeStruct(trainable[n].shape, trainable[n].dtype) for n in names]
+    shadows = [values[names.index(n)] for n in candidates]
+    jaxpr = jax.make_jaxpr(discover)(values, shadows, abstract).jaxpr
+    used = {v for eqn in jaxpr.eqns for v in eqn.invars if isinstance(v, Var)}
+    used.update(v for v in jaxpr.outvars if isinstance(v, Var))
+    table_vars = dict(zip(names, jaxpr.invars[: len(names)], strict=True))
+    rows_ok = row_wise(found["train_op"])
+    return {
+        name: sum(math.prod(s) for s in shapes)
+        for name, shapes in found["shapes"].items()
+        if table_vars[name] not in used and rows_ok(name)
+    }
+
+
+def zero_deltas(tables: dict[str, int], trainable: dict) -> dict:
+    """``{name: zeros [n_ids, *row_shape]}``: what the train step differentiates."""
+    return {
+        name: jnp.zeros((count, *trainable[name].shape[1:]), trainable[name].dtype)
+        for name, count in tables.items()
+    }
+
+
+class Rows(NamedTuple):
+    """The rows of a step's tables (internal): which rows, and the optimizer's view."""
+
+    index: dict  # {name: int32 [n_ids]}: unique row ids, padded with len(table) (dropped)
+    params: dict  # {name: [n_ids, *row]}: those rows of each table
+    grads: dict  # {name: [n_ids, *row]}: their summed gradients
+    state: object  # train_op's state with each table's slots cut to the rows
+    slots: tuple  # ((leaf index, name), ...): the slot leaves that were cut
+
+
+def gather(trainable: dict, opt_state, delta_grads: dict, ids: dict) -> Rows:
+    """Deduplicates each table's looked-up ids and gathers rows, gradients and slots.
+
+    Args:
+      trainable: ``{name: array}`` including the tables.
+      opt_state: ``train_op``'s state for ``trainable``.
+      delta_grads: ``{name: [n_ids, *row]}``: the gradient of each lookup slot.
+      ids: ``{name: int32 [n_ids]}``: the looked-up ids in the same order (out of range:
+        no row).
+    """
+    index, params, grads = {}, {}, {}
+    for name, slot_grads in delta_grads.items():
+        table = trainable[name]
+        size = table.shape[0]
+        flat = ids[name]
+        key = jnp.where((flat >= 0) & (flat < size), flat, size)
+        index[name], grads[name] = _sum_equal_ids(key, slot_grads)
+        params[name] = table.at[index[name]].get(mode="clip")
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(opt_state)
+    cut, slots = [], []
+    for i, (path, leaf) in enumerate(leaves):
+        name = _table_of(path, leaf, trainable, index)
+        if name is None:
+            cut.append(leaf)
+        else:
+            cut.append(leaf.at[index[name]].get(mode="clip"))
+            slots.append((i, name))
+    return Rows(index, params, grads, jax.tree.unflatten(treedef, cut), tuple(slots))
+
+
+#: Up to this many ids a step sums the gradients of equal ids with an [n, n] equality
+#: matrix (a few fused ops: cheapest for the usual batch); beyond, by sorting.
+MATMUL_MAX_IDS = 2048
+
+
+def _sum_equal_ids(key: jax.Array, grads: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(rows, sums)``: the row of each lookup slot (``key`` reordered or not) and, for
+    each, the summed gradient of all slots of that row. The slots of one row then compute
+    the same new row, so writing them all (in any order) is exact, as TF's sparse kernels
+    apply the deduplicated gradient (``_deduplicate_indexed_slices``). ``key`` int32 [n],
+    ``grads`` [n, *row]."""
+    n = key.shape[0]
+    if n <= MATMUL_MAX_IDS:
+        same = (key[:, None] == key[None, :]).astype(grads.dtype)
+        return key, jnp.tensordot(same, grads, axes=1)
+    order = jnp.argsort(key)
+    ordered = key[order]
+    segment = jnp.cumsum(jnp.concatenate([jnp.zeros(1, key.dtype), ordered[1:] != ordered[:-1]]))
+    sums = jax.ops.segment_sum(grads[order], segment, num_segments=n, indices_are_sorted=True)
+    return ordered, sums[segment]
+
+
+def _table_of(path, leaf, trainable: dict, index: dict) -> str | None:
+    for entry in path:
+        name = getattr(entry, "key", None)
+        if name in index and getattr(leaf, "shape", None) == trainable[name].shape:
+            return name
+    return None
+
+
+def scatter(rows: Rows, trainable: dict, opt_state, new_params: dict, new_state) -> tuple:
+    """``(trainable, opt_state)`` with the new rows and slot rows written back."""
+    trainable = dict(trainable)
+    for name, value in new_params.items():
+        trainable[name] = trainable[name].at[rows.index[name]].set(value, mode="drop")
+    full = jax.tree.leaves(opt_state)
+    new, treedef = jax.tree.flatten(new_state)
+    for i, name in rows.slots:
+        new[i] = full[i].at[rows.index[name]].set(new[i], mode="drop")
+    return trainable, jax.tree.unflatten(treedef, new)
