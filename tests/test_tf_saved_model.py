@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from tf_saved_model_job import census_module, every_op_features, make, receiver
+from tf_saved_model_job import (
+    census_module,
+    every_op_features,
+    make,
+    raw_model_fn,
+    raw_receiver,
+    receiver,
+)
 
 import estimator as est
 from estimator import preprocessing as pp
@@ -31,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # ../shared beside the checkout, as CI lays it out ($ADULT_DATA_DIR elsewhere).
 DATA = os.environ.get("ADULT_DATA_DIR") or os.path.join(HERE, "..", "..", "shared", "data", "adult")
 N_ROWS = 64
+RAW_INPUTS = {"a": [0.1, 0.5, 0.9], "b": [0.3, 0.3, 0.8]}  # the raw-receiver model's inputs
 
 # saved_model_cli show --all of TF Estimator 2.15.1's exports (tests/tf215_census_export.py;
 # output tensor names left out, they name TF's graph nodes). Per signature: method name,
@@ -164,17 +172,28 @@ def exports(tmp_path_factory) -> Exports:
     rows["every_op"][7]["native_country"] = "Atlantis"  # default_value 0
     rows["every_op"][8]["education_years"] = 16  # vocabulary OOV bucket
     rows["every_op"][8]["education_level"] = 16  # identity: out of range, default 11
-    saved = {"census": os.path.join(root, "census_saved_model", "1")}
+    raw = est.Estimator(raw_model_fn, model_dir=os.path.join(root, "raw"))
+    x = {"a": np.linspace(0, 1, 32, dtype=np.float32), "b": np.linspace(1, 0, 32, dtype=np.float32)}
+    raw.train(est.inputs.numpy_input_fn(x, (x["a"] > 0.6).astype(np.int32), shuffle=True), steps=4)
+    exported["raw"] = raw.export_saved_model(os.path.join(root, "raw_export"), raw_receiver())
+    exported["raw"] = exported["raw"].decode()
+    saved = {
+        "census": os.path.join(root, "census_saved_model", "1"),
+        "raw": os.path.join(root, "raw_saved_model"),
+    }
     job = os.path.join(HERE, "tf_saved_model_job.py")
     args = {
         "root": root,
         "census_export": exported["census"],
         "census_saved_model": saved["census"],
         "every_op_base": os.path.join(root, "every_op_saved_model"),
+        "raw_export": exported["raw"],
+        "raw_saved_model": saved["raw"],
     }
     out = _check_subprocess([sys.executable, job, json.dumps(args)])
     saved["every_op"] = json.loads(out.strip().splitlines()[-1])["every_op_saved_model"]
-    request = {"models": saved, "rows": rows, "show": list(saved)}
+    tensors = {"raw": RAW_INPUTS}
+    request = {"models": saved, "rows": rows, "tensors": tensors, "show": list(saved)}
     checker = os.path.join(HERE, "tf_serving_check.py")
     served = json.loads(_check_subprocess([sys.executable, checker], input=json.dumps(request)))
     return Exports(root, rows, exported, saved, served)
@@ -200,14 +219,36 @@ def test_saved_model_directory(exports):
     assert os.listdir(os.path.join(every_op, "assets")) == ["countries.txt"]
 
 
-@pytest.mark.parametrize("label", ["census", "every_op"])
+def test_a_raw_receiver_keeps_its_inputs(exports):
+    """TF drops a classification signature whose receiver is not one string; the SavedModel
+    keeps it as a predict signature over the raw inputs (so serving_default exists)."""
+    _, signatures = layout(exports.served["show"]["raw"])
+    floats = {"a": ("DT_FLOAT", "(-1)", "a:0"), "b": ("DT_FLOAT", "(-1)", "b:0")}
+    assert signatures == {
+        "predict": (
+            "tensorflow/serving/predict",
+            floats,
+            {"class_ids": ("DT_INT64", "(-1)"), "probabilities": ("DT_FLOAT", "(-1, 3)")},
+        ),
+        "serving_default": (
+            "tensorflow/serving/predict",
+            floats,
+            {"scores": ("DT_FLOAT", "(-1, 3)")},
+        ),
+    }
+
+
+@pytest.mark.parametrize("label", ["census", "every_op", "raw"])
 def test_tensorflow_answers_what_the_loader_answers(exports, label):
-    """Every signature of the SavedModel, fed serialized tf.Examples in a process without
-    this package, gives the loader's outputs for the same rows (<= 1e-5; strings and ids
-    equal)."""
+    """Every signature of the SavedModel, fed serialized tf.Examples (the raw model: its
+    arrays) in a process without this package, gives the loader's outputs for the same
+    rows (<= 1e-5; strings and ids equal)."""
     loaded = est.export.load(exports.exports[label])
-    rows = exports.rows[label]
-    columns = {k: [row.get(k) for row in rows] for k in rows[0]}
+    if label == "raw":
+        columns = RAW_INPUTS
+    else:
+        rows = exports.rows[label]
+        columns = {k: [row.get(k) for row in rows] for k in rows[0]}
     served = exports.served["outputs"][label]
     assert sorted(served) == sorted(loaded.signatures)
     for name, signature in loaded.signatures.items():

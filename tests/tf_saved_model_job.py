@@ -4,7 +4,8 @@ Imported by the test (no TensorFlow) to train and export the two models; run as
 ``python tests/tf_saved_model_job.py ARGS_JSON`` (a process with TensorFlow and this
 package) to write their TF SavedModels: the census model's export through the command line
 ``python -m estimator.export to_tf_saved_model``, the other model through
-``Estimator.export_saved_model(..., format="tf_saved_model")``.
+``Estimator.export_saved_model(..., format="tf_saved_model")``, a custom model_fn's
+raw-receiver export through ``estimator.export.to_tf_saved_model``.
 """
 
 from __future__ import annotations
@@ -100,6 +101,32 @@ def make(kind: str, root: str):
     return canned.LinearRegressor(columns(kind, root), model_dir=model_dir, config=config)
 
 
+def raw_model_fn(features, labels, mode):
+    """A custom model_fn on two float features, exported with a raw receiver."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    x = jnp.stack([features["a"], features["b"]], -1)
+    logits = est.layers.dense(x, 3, name="logits")
+    predictions = {"class_ids": jnp.argmax(logits, -1), "probabilities": jax.nn.softmax(logits)}
+    if mode == est.ModeKeys.PREDICT:
+        outputs = {
+            "serving_default": est.export.ClassificationOutput(scores=predictions["probabilities"]),
+            "predict": est.export.PredictOutput(predictions),
+        }
+        return est.EstimatorSpec(mode, predictions=predictions, export_outputs=outputs)
+    loss = optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+    return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.1), predictions=predictions)
+
+
+def raw_receiver():
+    import jax
+
+    spec = jax.ShapeDtypeStruct((None,), np.float32)
+    return est.export.build_raw_serving_input_receiver_fn({"a": spec, "b": spec})
+
+
 def receiver(kind: str, root: str):
     """The parsing receiver of ``kind``'s columns (serialized tf.Example in TF)."""
     return est.export.build_parsing_serving_input_receiver_fn(
@@ -115,6 +142,7 @@ def main(args: dict) -> None:
     path = model.export_saved_model(
         args["every_op_base"], receiver("every_op", args["root"]), format="tf_saved_model"
     )
+    est.export.to_tf_saved_model(args["raw_export"], args["raw_saved_model"])
     print(json.dumps({"every_op_saved_model": path.decode()}))
 
 

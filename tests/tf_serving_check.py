@@ -3,13 +3,14 @@
 Run as ``python tests/tf_serving_check.py`` with a JSON request on stdin::
 
     {"models": {"<label>": "<saved model dir>"}, "rows": {"<label>": [{feature: value}]},
-     "show": ["<label>", ...]}
+     "tensors": {"<label>": {input: values}}, "show": ["<label>", ...]}
 
 For each model: loads it with ``tf.saved_model.load``, serializes its rows as
 ``tf.train.Example`` protos (str -> bytes_list, int -> int64_list, float -> float_list,
 ``None`` -> feature absent), calls every signature on them by its input key, and prints
 ``{"outputs": {label: {signature: {output: values}}}, "inputs": ..., "show": ...}`` as
-JSON, where ``show`` maps each label of ``show`` to ``saved_model_cli show --all``. It never
+JSON (a model under ``tensors`` instead gets those inputs, by name, in every signature),
+where ``show`` maps each label of ``show`` to ``saved_model_cli show --all``. It never
 imports this package (checked at the end).
 """
 
@@ -53,12 +54,17 @@ def main() -> None:
     outputs, inputs = {}, {}
     for label, path in request["models"].items():
         model = tf.saved_model.load(path)
-        serialized = tf.constant([example(row) for row in request["rows"][label]])
         outputs[label], inputs[label] = {}, {}
         for name, function in model.signatures.items():
-            (key,) = function.structured_input_signature[1]  # "inputs" or "examples"
-            inputs[label][name] = key
-            result = function(**{key: serialized})
+            keys = sorted(function.structured_input_signature[1])
+            inputs[label][name] = keys
+            if label in request.get("tensors", {}):
+                tensors = request["tensors"][label]
+                result = function(**{k: tf.constant(tensors[k], tf.float32) for k in keys})
+            else:
+                (key,) = keys  # "inputs" or "examples": serialized tf.Example protos
+                rows = request["rows"][label]
+                result = function(**{key: tf.constant([example(row) for row in rows])})
             outputs[label][name] = {k: jsonable(v) for k, v in result.items()}
     show = {}
     for label in request["show"]:
