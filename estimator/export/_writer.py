@@ -332,18 +332,9 @@ def export(
     if jax.process_count() > 1 and not estimator.runtime.is_chief:
         logger.info("The chief writes the export; process %d does not.", jax.process_index())
         return None
+    write = _export_tf_saved_model if format == "tf_saved_model" else _export
     with ckpt.process_local():  # the chief alone: no process waits for the others
-        if format == "tf_saved_model":
-            return _export_tf_saved_model(
-                estimator,
-                export_dir_base,
-                receiver_fns,
-                assets_extra=assets_extra,
-                as_text=as_text,
-                checkpoint_path=checkpoint_path,
-                platforms=platforms,
-            )
-        return _export(
+        return write(
             estimator,
             export_dir_base,
             receiver_fns,
