@@ -313,13 +313,16 @@ class Estimator:
         experimental_mode: str = ModeKeys.PREDICT,
         *,
         platforms=("cpu",),
+        format: str = "jax",
     ) -> bytes:
         """Exports the model for serving (``Estimator.export_saved_model``).
 
         Writes ``<export_dir_base>/<unix seconds>/`` (see ``estimator.export`` for the
         layout) through a temporary directory renamed when complete; a clash in the same
         second takes a later second. The artifact runs with jax alone: no model code, no
-        TensorFlow.
+        TensorFlow. With ``format="tf_saved_model"`` the directory is a TF SavedModel
+        instead, with TF 2.15's signatures, for TF Serving (needs the ``tf`` extra; see
+        ``estimator.export.tf_saved_model``).
 
         Args:
           export_dir_base: the parent directory of exports.
@@ -332,14 +335,19 @@ class Estimator:
           checkpoint_path: the checkpoint to export; None: the latest.
           experimental_mode: the ``ModeKeys`` mode to export.
           platforms: keyword-only; the ``jax.export`` platforms to lower for.
+          format: keyword-only; ``"jax"`` (the ``jax.export`` artifact) or
+            ``"tf_saved_model"`` (a TF SavedModel; ``as_text`` then writes
+            ``saved_model.pbtxt``).
 
         Returns:
           The export directory, as ``bytes`` (as TF). In a multi-process job the chief
           alone writes it; the other processes write nothing and return None.
 
         Raises:
-          ValueError: "Couldn't find trained model at ..." without a checkpoint, or a
-            receiver of the wrong kind.
+          ValueError: "Couldn't find trained model at ..." without a checkpoint, a
+            receiver of the wrong kind, an unknown ``format``, or (``tf_saved_model``) a
+            mode other than PREDICT or a host op with no TF form.
+          ImportError: ``format="tf_saved_model"`` without TensorFlow >= 2.21.
         """
         if not serving_input_receiver_fn:
             raise ValueError("An input_receiver_fn must be defined.")
@@ -351,6 +359,7 @@ class Estimator:
             as_text=as_text,
             checkpoint_path=checkpoint_path,
             platforms=platforms,
+            format=format,
         )
 
     def export_savedmodel(
@@ -383,6 +392,7 @@ class Estimator:
         checkpoint_path=None,
         *,
         platforms=("cpu",),
+        format: str = "jax",
     ) -> bytes:
         """Exports several modes into one artifact
         (``Estimator.experimental_export_all_saved_models``).
@@ -392,7 +402,8 @@ class Estimator:
             signatures; TRAIN a ``train`` signature and EVAL an ``eval`` signature, which
             take features and labels and return ``loss``, ``predictions/<key>`` (and for EVAL
             ``metrics/<name>/value``, the metric on that batch). Neither changes variables.
-          Other arguments: as :meth:`export_saved_model`.
+          Other arguments: as :meth:`export_saved_model` (``format="tf_saved_model"``
+            takes PREDICT alone).
 
         Returns:
           The export directory, as ``bytes``.
@@ -407,4 +418,5 @@ class Estimator:
             as_text=as_text,
             checkpoint_path=checkpoint_path,
             platforms=platforms,
+            format=format,
         )

@@ -192,6 +192,7 @@ def test_classify_and_regress_examples(server, loaded):
 BAD = [
     ("malformed JSON", "/v1/models/census:predict", b"{not json", 400, "JSON Parse error"),
     ("not an object", "/v1/models/census:predict", b"[1, 2]", 400, "must be a JSON object"),
+    ("nested too deeply", "/v1/models/census:predict", b"[" * 3000, 400, "too deeply"),
     ("no instances", "/v1/models/census:predict", {"rows": ROWS}, 400, "Missing 'inputs'"),
     (
         "both formats",

@@ -28,6 +28,11 @@ Command line (like TF's ``saved_model_cli``)::
 
     python -m estimator.export show <export_dir>
     python -m estimator.export run <export_dir> --signature serving_default --inputs x.json
+    python -m estimator.export to_tf_saved_model <export_dir> <saved_model_dir>
+
+A genuine TF SavedModel for TF Serving (the ``tf`` extra, TensorFlow >= 2.21) comes from
+``export_saved_model(..., format="tf_saved_model")`` or :func:`to_tf_saved_model` on an
+existing export; see ``estimator.export.tf_saved_model``.
 
 Signatures follow TF 2.15's names and default rules (``serving_default``, ``predict``,
 ``classification``, ``regression``; alternatives as ``<receiver>:<signature>``), but a
@@ -53,6 +58,7 @@ from estimator.export._receivers import (
 from estimator.export._receivers import (
     build_raw_supervised_input_receiver_fn as build_raw_supervised_input_receiver_fn,
 )
+from estimator.export.tf_saved_model import to_tf_saved_model as to_tf_saved_model
 from estimator.model.export_output import ClassificationOutput as ClassificationOutput
 from estimator.model.export_output import EvalOutput as EvalOutput
 from estimator.model.export_output import ExportOutput as ExportOutput
@@ -64,6 +70,7 @@ __all__ = [
     "LoadedModel",
     "Signature",
     "read_variables",
+    "to_tf_saved_model",
     "ServingInputReceiver",
     "SupervisedInputReceiver",
     "TensorServingInputReceiver",

@@ -1,9 +1,12 @@
-"""``python -m estimator.export show|run``: inspect and run an export (TF's saved_model_cli).
+"""``python -m estimator.export show|run|to_tf_saved_model``: inspect, run and convert an
+export (TF's saved_model_cli).
 
 ``show <dir>`` prints every signature's inputs and outputs. ``run <dir> --signature NAME
 --inputs FILE`` reads inputs from a JSON file — columns ``{"inputs": {"age": [39, 50]}}``
 or rows ``{"instances": [{"age": 39}, {"age": 50}]}`` (TF Serving's REST formats), or a
-plain ``{"age": [39, 50]}`` — and prints the outputs as JSON.
+plain ``{"age": [39, 50]}`` — and prints the outputs as JSON. ``to_tf_saved_model <dir>
+<output_dir>`` writes the export as a TF SavedModel for TF Serving (needs the ``tf`` extra;
+see ``estimator.export.tf_saved_model``) and prints its path.
 """
 
 from __future__ import annotations
@@ -77,10 +80,18 @@ def main(argv=None) -> int:
     run_parser.add_argument("dir")
     run_parser.add_argument("--signature", default="serving_default")
     run_parser.add_argument("--inputs", required=True, help="JSON file ('-' for stdin)")
+    convert_parser = sub.add_parser(
+        "to_tf_saved_model", help="write the export as a TF SavedModel (TF Serving)"
+    )
+    convert_parser.add_argument("dir")
+    convert_parser.add_argument("output_dir", help="the SavedModel directory to create")
+    convert_parser.add_argument(
+        "--as_text", action="store_true", help="write saved_model.pbtxt instead of .pb"
+    )
     args = parser.parse_args(argv)
     try:
         return _run(args)
-    except (ValueError, OSError) as err:  # bad export, bad JSON, bad inputs: no traceback
+    except (ValueError, OSError, ImportError) as err:  # bad export or input, no TF: no traceback
         print(f"error: {err}", file=sys.stderr)
         return 2
 
@@ -88,6 +99,11 @@ def main(argv=None) -> int:
 def _run(args) -> int:
     if args.command == "show":
         print(show(args.dir))
+        return 0
+    if args.command == "to_tf_saved_model":
+        from estimator.export.tf_saved_model import to_tf_saved_model
+
+        print(to_tf_saved_model(args.dir, args.output_dir, as_text=args.as_text).decode())
         return 0
     model = load(args.dir)
     if args.signature not in model.signatures:

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -37,6 +38,7 @@ from estimator.export._receivers import (
 from estimator.mode_keys import ModeKeys
 from estimator.model.export_output import EvalOutput
 from estimator.model.strings import IndexToString
+from estimator.preprocessing import InputTransform
 
 logger = logging.getLogger("estimator")
 
@@ -44,6 +46,8 @@ FORMAT = "jax_estimator.export"
 VERSION = 2  # 2: "files" (sha256 of every file); "checkpoint" is a name, not a path
 MANIFEST = "manifest.json"
 _STRING = "string"
+#: ``export_saved_model``'s formats: our ``jax.export`` artifact, or a TF SavedModel.
+FORMATS = ("jax", "tf_saved_model")
 
 
 def dtype_name(dtype) -> str:
@@ -310,21 +314,27 @@ def export(
     as_text: bool = False,
     checkpoint_path=None,
     platforms=("cpu",),
+    format: str = "jax",
 ) -> bytes:
     """Writes an export of ``estimator`` for the modes of ``receiver_fns`` (internal).
 
     In a multi-process job the chief alone reads the checkpoint and writes the export
-    (``checkpoint.process_local``); the other processes write nothing.
+    (``checkpoint.process_local``); the other processes write nothing. ``format="jax"``
+    writes the ``jax.export`` artifact; ``"tf_saved_model"`` a TF SavedModel converted
+    from it (``estimator.export.tf_saved_model``).
 
     Returns:
       The export directory as bytes (what TF returns); None on a process of a
       multi-process job that is not the chief.
     """
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {list(FORMATS)}; got {format!r}.")
     if jax.process_count() > 1 and not estimator.runtime.is_chief:
         logger.info("The chief writes the export; process %d does not.", jax.process_index())
         return None
+    write = _export_tf_saved_model if format == "tf_saved_model" else _export
     with ckpt.process_local():  # the chief alone: no process waits for the others
-        return _export(
+        return write(
             estimator,
             export_dir_base,
             receiver_fns,
@@ -333,6 +343,40 @@ def export(
             checkpoint_path=checkpoint_path,
             platforms=platforms,
         )
+
+
+def _export_tf_saved_model(
+    estimator, export_dir_base, receiver_fns, *, assets_extra, as_text, checkpoint_path, platforms
+) -> bytes:
+    """The ``jax.export`` artifact in a scratch directory, converted to
+    ``<export_dir_base>/<unix seconds>``; what cannot convert is refused first."""
+    from estimator.export.tf_saved_model import _builder
+
+    _builder.check_modes(set(receiver_fns))
+    transform = estimator.runtime.input_transform
+    if transform is not None:  # as the manifest will record it
+        _builder.check_supported(InputTransform.from_config(transform.to_config()))
+    _builder.import_tensorflow()
+    base = os.fsdecode(os.fspath(export_dir_base))
+    os.makedirs(base, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="jax-export-")
+    try:
+        path = _export(
+            estimator,
+            scratch,
+            receiver_fns,
+            assets_extra=assets_extra,
+            as_text=False,
+            checkpoint_path=checkpoint_path,
+            platforms=platforms,
+        )
+        final = _builder.build(
+            path.decode(), _timestamped(base), as_text=as_text, verify_files=False
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    logger.info("TF SavedModel written to: %s", final)
+    return final.encode()
 
 
 def _export(

@@ -78,15 +78,16 @@ def _version_of(watcher: ModelWatcher, request: Request):
     version = request.path_params.get("version")
     if name != watcher.name:
         raise ServingError(404, f"Servable not found for request: Latest({name})")
-    model = watcher.model
+    served, model = watcher.current()
     if model is None:
         raise ServingError(404, f"Servable not found for request: Latest({name})")
-    if version is not None and str(watcher.version) != version:
+    if version is not None and str(served) != version:
         raise ServingError(404, f"Servable not found for request: Specific({name}, {version})")
-    return watcher.version, model
+    return served, model
 
 
 async def _json_body(request: Request, limit: int) -> dict:
+    """The request's JSON object, ``{"b64": ...}`` values decoded; 413/400 otherwise."""
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         raise ServingError(
@@ -103,11 +104,17 @@ async def _json_body(request: Request, limit: int) -> dict:
             )
     try:
         data = json.loads(body)
+        if not isinstance(data, dict):
+            raise ServingError(
+                400, f"Request body must be a JSON object, got {type(data).__name__}."
+            )
+        return _decode_b64(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ServingError(400, f"JSON Parse error: {err}") from None
-    if not isinstance(data, dict):
-        raise ServingError(400, f"Request body must be a JSON object, got {type(data).__name__}.")
-    return data
+    except RecursionError:
+        raise ServingError(
+            400, "JSON Parse error: the request nests arrays or objects too deeply."
+        ) from None
 
 
 def _signature(model, data: dict, method: str):
@@ -221,7 +228,7 @@ def build_app(
             )
         params["version" if "name" in params else "name"] = target
         _, model = _version_of(watcher, request)
-        data = _decode_b64(await _json_body(request, max_request_bytes))
+        data = await _json_body(request, max_request_bytes)
         signature = _signature(model, data, method)
         if method == "predict":
             return await _predict(signature, data)

@@ -39,8 +39,9 @@ class ModelWatcher:
     def __init__(self, name: str, base_path: str, poll_seconds: float = 1.0) -> None:
         self.name = name
         self.base_path = base_path
-        self.version: int | None = None
-        self.model: export.LoadedModel | None = None
+        # (version, model), replaced as one reference: a reader never pairs one version's
+        # number with another's model.
+        self._current: tuple[int | None, export.LoadedModel | None] = (None, None)
         self._stop = threading.Event()
         self.refresh()
         self._thread = None
@@ -49,6 +50,20 @@ class ModelWatcher:
                 target=self._poll, args=(poll_seconds,), daemon=True, name="model-poll"
             )
             self._thread.start()
+
+    @property
+    def version(self) -> int | None:
+        """The served version (None before one loaded)."""
+        return self._current[0]
+
+    @property
+    def model(self) -> export.LoadedModel | None:
+        """The served ``LoadedModel`` (None before one loaded)."""
+        return self._current[1]
+
+    def current(self) -> tuple[int | None, export.LoadedModel | None]:
+        """``(version, model)`` of one and the same version."""
+        return self._current
 
     def refresh(self) -> None:
         """Loads the newest complete version if it is newer than the served one."""
@@ -61,7 +76,7 @@ class ModelWatcher:
         except Exception:  # a broken version must not take the served one down
             _LOG.exception("Could not load version %s of %s", newest, self.name)
             return
-        self.model, self.version = model, newest
+        self._current = (newest, model)
         _LOG.info("Serving %s version %s", self.name, newest)
 
     def _poll(self, seconds: float) -> None:
