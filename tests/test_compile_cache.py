@@ -33,17 +33,36 @@ CHILD = textwrap.dedent(
     y = (x["x"][:, 0] > 0).astype(np.int64)
     columns = [fc.numeric_column("x", shape=(2,)),
                fc.categorical_column_with_vocabulary_list("c", ["a", "b", "c"])]
-    config = est.RunConfig(compilation_cache_dir=sys.argv[1] or None, steps_per_execution=1)
+    config = est.RunConfig(compilation_cache_dir=sys.argv[1] or None)
     model = canned.LinearClassifier(columns, sys.argv[2], config=config)
     feed = lambda: est.inputs.numpy_input_fn(x, y, batch_size=32, num_epochs=1, shuffle=False)
+    out, done = {}, 0
+
+    def phase(name):
+        global done
+        out[name] = compiles() - done
+        done = compiles()
+
     model.train(feed())  # 4 steps: batches of 32, 32, 32 and a shorter 4
-    first = compiles()
+    phase("train")
+    out["programs"] = dict(model.runtime.compile_counts())
     model.train(feed())  # the same shapes again: nothing compiles
-    again = compiles() - first
+    phase("train_again")
+    model.evaluate(feed())
+    phase("evaluate")
+    model.evaluate(feed())
+    phase("evaluate_again")
+    list(model.predict(feed()))
+    phase("predict")
+    list(model.predict(feed()))
+    phase("predict_again")
+    out["programs_after"] = dict(model.runtime.compile_counts())
     fresh = canned.LinearClassifier(columns, sys.argv[2], config=config)
     fresh.train(feed())  # restored from the checkpoint, new Estimator
-    print(json.dumps({"first": first, "again": again, "fresh": compiles() - first - again,
-                      "cache": jax.config.jax_compilation_cache_dir}))
+    fresh.evaluate(feed())
+    phase("fresh")
+    out["cache"] = jax.config.jax_compilation_cache_dir
+    print(json.dumps(out))
     """
 )
 
@@ -58,20 +77,40 @@ def _run(tmp_path, cache, name):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def test_a_second_process_compiles_nothing(tmp_path):
+# One program per batch signature and mode: the batches of 32 and the last one of 4.
+PROGRAMS = {"train": 2, "eval": 2, "infer": 2}
+
+
+def test_each_call_compiles_one_program_per_batch_shape_then_nothing(tmp_path):
     cache = str(tmp_path / "cache")
     first = _run(tmp_path, cache, "a")
     assert first["cache"] == cache
-    assert first["first"] > 0  # a cold cache compiles
-    assert first["again"] == 0  # the same Estimator, same shapes: nothing
+    assert first["programs"] == {"train": 2}  # steps fused or single: the same program
+    assert first["programs_after"] == PROGRAMS
+    # Backend compiles (jax.monitoring), auxiliary programs included (the initial state, the
+    # metrics' final computation): a cold cache compiles...
+    assert first["train"] >= 2 and first["evaluate"] >= 2 and first["predict"] >= 2
+    assert first["train"] + first["evaluate"] + first["predict"] <= 2 * 3 + 4
+    # ...a second call with the same shapes compiles nothing...
+    assert first["train_again"] == first["evaluate_again"] == first["predict_again"] == 0
+    # ...and a new Estimator restored from the checkpoint takes its programs from the cache.
+    assert first["fresh"] == 0
     second = _run(tmp_path, cache, "b")
-    # Everything the rerun needs is in the cache: no backend compile at all.
-    assert second == {"first": 0, "again": 0, "fresh": 0, "cache": cache}
+    # Everything a rerun needs is in the cache: no backend compile at all.
+    assert {k: v for k, v in second.items() if not k.startswith("programs")} == {
+        **dict.fromkeys(
+            ["train", "train_again", "evaluate", "evaluate_again", "predict", "predict_again"],
+            0,
+        ),
+        "fresh": 0,
+        "cache": cache,
+    }
 
 
 def test_the_cache_can_be_turned_off(tmp_path):
     result = _run(tmp_path, "", "c")  # compilation_cache_dir=None
-    assert result["cache"] is None and result["first"] > 0 and result["again"] == 0
+    assert result["cache"] is None and result["train"] >= 2 and result["train_again"] == 0
+    assert result["fresh"] > 0  # nothing kept between Estimators without the cache
 
 
 def test_default_directory_and_replace(monkeypatch, tmp_path):

@@ -8,6 +8,7 @@ includes the :class:`~estimator.engine.steps.StepInfo` (hooks, ``train_op``, out
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -75,21 +76,27 @@ class StepCompiler:
         else:
             self._program = bind(self.program.steps, model)
         self._jitted = jax.jit(self._program, donate_argnums=self.program.donate)
-        self._init = jax.jit(lambda features, labels: init_state(model, mode, features, labels))
+        self._init = jax.jit(functools.partial(init_state, model, mode))
         self._compiled: dict = {}
         self._abstract_acc = None
 
     # ----- state ------------------------------------------------------------------------
     def abstract_state(self, features, labels) -> TrainState:
         """The state's structure, shapes and dtypes (``model_fn`` traced in init mode)."""
-        return jax.eval_shape(self._init, features, labels)
+        return jax.eval_shape(self._init, features, labels, self.model.key_data)
 
     def init_state(self, features, labels) -> TrainState:
-        """Freshly initialised variables (and optimizer state in TRAIN mode)."""
-        state = self._init(features, labels)
+        """Freshly initialised variables (and optimizer state in TRAIN mode), placed as
+        every state is (:meth:`place`)."""
+        return self.place(self._init(features, labels, self.model.key_data))
+
+    def place(self, state: TrainState) -> TrainState:
+        """``state`` on its devices: sharded over the mesh (``state_sharding``), else on
+        the first local device. Fresh, restored and warm-started states are placed alike, so
+        they give the compiled programs the same arguments (one program, one cache entry)."""
         if self.state_sharding is not None:
-            state = jax.device_put(state, self.state_sharding(state))
-        return state
+            return jax.device_put(state, self.state_sharding(state))
+        return jax.device_put(state, jax.sharding.SingleDeviceSharding(jax.local_devices()[0]))
 
     def empty_accumulator(self, state, features, labels):
         """Zero metrics/loss accumulator for EVAL (metric statistics are sums)."""

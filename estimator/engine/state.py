@@ -10,7 +10,7 @@ checkpoint; evaluate/predict are warm-started too).
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import warm_starting
@@ -103,20 +103,21 @@ class StateSource:
         if path is None:
             state = compiler.init_state(batch[0], labels)
             if self.warm_start_from is not None:
-                state = self._warm_start(state)
+                state = compiler.place(self._warm_start(state))
             return state
         trainable, non_trainable, opt_state = ckpt.restore(
             path, self.abstract(compiler, batch), with_opt_state=training
         )
-        state = TrainState(
-            trainable,
-            non_trainable,
-            opt_state,
-            jnp.asarray(ckpt.read_meta(path)["global_step"], jnp.int32),
-            jnp.full((), -1, jnp.int32),
+        state = compiler.place(
+            TrainState(
+                trainable,
+                non_trainable,
+                opt_state,
+                np.int32(ckpt.read_meta(path)["global_step"]),  # placed below: no eager op
+                np.int32(-1),
+                self.model.key_data,
+            )
         )
-        if self.sharding is not None:
-            state = jax.device_put(state, self.sharding(state))
         if not training:
             self._cache = (path, state)
         return state
@@ -128,15 +129,12 @@ class StateSource:
         compiler = self.compilers.get(ModeKeys.TRAIN)
         if state.opt_state is not None and compiler is not None and compiler.info is not None:
             init_opt_state = jax.jit(compiler.info.train_op.init)
-        state = warm_starting.warm_start(
+        return warm_starting.warm_start(
             state,
             self.warm_start_from,
             key=jax.random.fold_in(self.model.base_key, 0x5741524D),  # "WARM"
             init_opt_state=init_opt_state,
         )
-        if self.sharding is not None:
-            state = jax.device_put(state, self.sharding(state))
-        return state
 
 
 def _same_variables(state: TrainState, abstract: TrainState) -> bool:

@@ -64,6 +64,9 @@ class TrainState(NamedTuple):
       global_step: shape=(), dtype=int32: the number of train steps run.
       non_finite_step: shape=(), dtype=int32: the first global step whose loss was NaN or
         infinite (that step was skipped), or -1.
+      rng: shape=(2,), dtype=uint32: the base random key's data (from the seed; not
+        checkpointed), or None for the model's own key. An argument of the compiled steps,
+        not a constant in them, so programs do not depend on the seed.
     """
 
     trainable: dict
@@ -71,6 +74,7 @@ class TrainState(NamedTuple):
     opt_state: Any
     global_step: jax.Array
     non_finite_step: jax.Array
+    rng: Any = None
 
 
 @jax.tree_util.register_static
@@ -155,7 +159,7 @@ def _run(
         "trainable": state.trainable if trainable is None else trainable,
         "non_trainable": state.non_trainable,
     }
-    spec, frame = model.apply(mode, features, labels, variables, state.global_step, rows)
+    spec, frame = model.apply(mode, features, labels, variables, state.global_step, rows, state.rng)
     hooks, chief_hooks = _SPEC_HOOKS[mode](spec)
     outputs = {**frame.named, **frame.summaries}
     if spec.loss is not None:
@@ -174,13 +178,16 @@ def _check_trainable(trainable: dict) -> None:
             )
 
 
-def init_state(model: ModelFunction, mode: str, features, labels) -> TrainState:
+def init_state(model: ModelFunction, mode: str, features, labels, rng=None) -> TrainState:
     """Freshly initialised variables, and ``train_op``'s state in TRAIN mode.
+
+    Args:
+      rng: the base key's data (``TrainState.rng``); None uses the model's key.
 
     Raises:
       ValueError: a trainable variable that is not floating-point.
     """
-    spec, frame = model.apply(mode, features, labels)
+    spec, frame = model.apply(mode, features, labels, key_data=rng)
     _check_trainable(frame.trainable)
     opt_state = spec.train_op.init(frame.trainable) if mode == ModeKeys.TRAIN else None
     return TrainState(
@@ -189,6 +196,7 @@ def init_state(model: ModelFunction, mode: str, features, labels) -> TrainState:
         opt_state,
         jnp.zeros((), jnp.int32),
         jnp.full((), -1, jnp.int32),
+        rng,
     )
 
 
@@ -196,12 +204,12 @@ def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) ->
     """``{table: ids per step}`` to update row by row (``estimator.engine.sparse.plan``),
     planned once per model and input shapes."""
 
-    def run(trainable, access, non_trainable, features, labels, global_step):
+    def run(trainable, access, non_trainable, features, labels, global_step, rng):
         variables = {"trainable": trainable, "non_trainable": non_trainable}
-        spec, _ = model.apply(ModeKeys.TRAIN, features, labels, variables, global_step, access)
+        spec, _ = model.apply(ModeKeys.TRAIN, features, labels, variables, global_step, access, rng)
         return spec.loss, spec.train_op
 
-    args = (state.non_trainable, features, labels, state.global_step)
+    args = (state.non_trainable, features, labels, state.global_step, state.rng)
     key = (
         jax.tree.structure((state.trainable, args)),
         tuple((x.shape, x.dtype) for x in jax.tree.leaves((state.trainable, args))),
@@ -270,6 +278,7 @@ def train_step(model: ModelFunction, state: TrainState, features, labels):
         opt_state,
         state.global_step + 1,
         jnp.where(finite | (state.non_finite_step >= 0), state.non_finite_step, state.global_step),
+        state.rng,
     )
     if tables:
         info = StepInfo(

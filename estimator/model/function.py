@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from estimator.inputs import fn_args
 from estimator.model.spec import EstimatorSpec
@@ -72,6 +73,10 @@ class ModelFunction:
         self.params = params
         self.config = config
         self.base_key = jax.random.key(seed)
+        # The key as data (uint32), passed to compiled steps as an argument (the state's
+        # ``rng``), so a program does not depend on the seed: Estimators with other seeds
+        # reuse it (persistent compilation cache) instead of compiling their own.
+        self.key_data = np.asarray(jax.random.key_data(self.base_key))
         self.arg_names = set(fn_args(model_fn))
         self.trace_count = 0
         self.sparse_plans: dict = {}  # see estimator.engine.steps._sparse_tables
@@ -89,6 +94,7 @@ class ModelFunction:
         variables: dict | None = None,
         global_step=0,
         rows=None,
+        key_data=None,
     ) -> tuple[EstimatorSpec, Frame]:
         """Runs ``model_fn`` once.
 
@@ -101,6 +107,8 @@ class ModelFunction:
             step's random key (``next_rng_key``).
           rows: a ``estimator.model.rows.RowAccess``: how table lookups read their rows in
             a train step with sparse updates (apply runs only).
+          key_data: ``uint32`` key data of the base random key (the state's ``rng``); None
+            uses this model's own key.
 
         Returns:
           ``(spec, frame)``: the ``EstimatorSpec`` and what the run read and wrote
@@ -113,11 +121,11 @@ class ModelFunction:
         self.check_labels(labels)
         global_step = jnp.asarray(global_step, jnp.int32)
         if variables is None:
-            frame = Frame(INIT, self.init_key(mode), global_step)
+            frame = Frame(INIT, self.init_key(mode, key_data), global_step)
         else:
             frame = Frame(
                 APPLY,
-                self.step_key(global_step),
+                self.step_key(global_step, key_data),
                 global_step,
                 trainable=variables["trainable"],
                 non_trainable=dict(variables["non_trainable"]),
@@ -148,15 +156,18 @@ class ModelFunction:
 
         def public_model_fn(features, labels, mode, config):
             model = ModelFunction(self.model_fn, self.params, config, 0)
-            model.base_key = self.base_key
+            model.base_key, model.key_data = self.base_key, self.key_data
             return model.apply(mode, features, labels)[0]
 
         return public_model_fn
 
-    def step_key(self, global_step) -> jax.Array:
-        """The random key of a step: the base key folded with the global step."""
-        return jax.random.fold_in(self.base_key, global_step)
+    def _key(self, key_data) -> jax.Array:
+        return self.base_key if key_data is None else jax.random.wrap_key_data(key_data)
 
-    def init_key(self, mode: str) -> jax.Array:
+    def step_key(self, global_step, key_data=None) -> jax.Array:
+        """The random key of a step: the base key folded with the global step."""
+        return jax.random.fold_in(self._key(key_data), global_step)
+
+    def init_key(self, mode: str, key_data=None) -> jax.Array:
         """The random key of the init run of ``mode``."""
-        return jax.random.fold_in(self.base_key, zlib.crc32(f"init/{mode}".encode()) >> 1)
+        return jax.random.fold_in(self._key(key_data), zlib.crc32(f"init/{mode}".encode()) >> 1)
