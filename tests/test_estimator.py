@@ -504,6 +504,30 @@ def test_predict_generator_survives_a_train_call(tmp_path):
     assert len(rest) == 5 and np.isfinite(first["pred"])
 
 
+def test_a_second_train_call_takes_the_state_over_without_a_copy(tmp_path):
+    # A model with large tables must not need twice its memory: the state kept in memory
+    # after train() is donated to the next train() as it is (issue 10 requirement 5).
+    class Last(est.SessionRunHook):
+        def end(self, session):
+            self.variables = session.state.trainable
+
+    e = make(tmp_path)
+    hook = Last()
+    e.train(train_input(), steps=2, hooks=[hook])
+    kept = jax.tree.leaves(hook.variables)
+    assert not any(x.is_deleted() for x in kept)
+    e.train(train_input(), steps=2)
+    assert all(x.is_deleted() for x in kept)  # consumed by the train step: no copy made
+    # With a predict() generator still reading them, training takes a copy instead.
+    hook = Last()
+    e.train(train_input(), steps=2, hooks=[hook])
+    rows = e.predict(est.inputs.numpy_input_fn({"x": X[:4]}, batch_size=2, shuffle=False))
+    next(rows)
+    e.train(train_input(), steps=2)
+    assert not any(x.is_deleted() for x in jax.tree.leaves(hook.variables))
+    assert len(list(rows)) == 3
+
+
 def test_hooks_from_model_fn_start_fresh_on_every_call(tmp_path):
     # TF calls model_fn on each train(): a StopAtStepHook(num_steps=10) in training_hooks
     # stops at 10, then at 20 (from TF 2.15.1: global steps 10 and 20).

@@ -292,6 +292,7 @@ class Runtime:
         for hook in all_hooks:
             hook.begin()
         runner = PredictRunner(compiler, state, predict_keys)
+        self.states.lend(runner)  # until this generator is done or dropped
         session = self._session(ModeKeys.PREDICT, runner, state, all_hooks, info)
         pending = runner.pending
         for _ in loop_steps(session, all_hooks, prefetcher):

@@ -9,6 +9,8 @@ checkpoint; evaluate/predict are warm-started too).
 
 from __future__ import annotations
 
+import weakref
+
 import jax
 import numpy as np
 
@@ -43,10 +45,16 @@ class StateSource:
         self.compilers = compilers
         self._cache: tuple[str, TrainState] | None = None
         self._abstracts: dict = {}  # (mode, batch signature) -> abstract state
+        self._readers: weakref.WeakSet = weakref.WeakSet()  # see lend()
 
     def keep(self, path: str, state: TrainState) -> None:
         """Remembers ``state`` as the content of checkpoint ``path``."""
         self._cache = (path, state)
+
+    def lend(self, reader) -> None:
+        """Notes that ``reader`` (an object holding a state from :meth:`read`, alive while
+        it reads) may still use the cached arrays: training then starts from a copy."""
+        self._readers.add(reader)
 
     def abstract(self, compiler: StepCompiler, batch) -> TrainState:
         """The state's shapes and dtypes (with its sharding) for this mode's model; traced
@@ -93,10 +101,13 @@ class StateSource:
             if not training:
                 return cached._replace(opt_state=None)
             if cached.opt_state is not None:
-                # The train step donates (consumes) its state; evaluate()/predict() may still
-                # hold these arrays (a predict generator runs lazily): hand over a copy, made
+                # The train step donates (consumes) its state. Handed over as it is, without
+                # a copy (a model with large tables must not need twice its memory), unless
+                # a predict() generator still reads these arrays: then it gets a copy, made
                 # by a transfer rather than a jitted copy (which would compile per shape).
                 self._cache = None
+                if not self._readers:
+                    return cached
                 return jax.tree.map(
                     lambda x: jax.device_put(x, x.sharding, may_alias=False), cached
                 )
