@@ -7,6 +7,7 @@ closed over in a ``model_fn`` passed to ``estimator.Estimator``.
 
 from canned import feature_column as feature_column
 from canned import head as head
+from canned import rnn as rnn
 from canned._ftrl import FtrlState as FtrlState
 from canned._ftrl import ftrl as ftrl
 from canned.baseline import BaselineClassifier as BaselineClassifier
@@ -40,6 +41,7 @@ from canned.parsing_utils import regressor_parse_example_spec as regressor_parse
 __all__ = [
     "feature_column",
     "head",
+    "rnn",
     "Head",
     "BinaryClassHead",
     "MultiClassHead",

@@ -53,6 +53,27 @@ def input_layer(
         columns with different batch sizes.
     """
     del weight_collections
+    return dense_inputs(
+        features,
+        feature_columns,
+        scope="input_layer",
+        trainable=trainable,
+        cols_to_vars=cols_to_vars,
+        cols_to_output_tensors=cols_to_output_tensors,
+    )
+
+
+def dense_inputs(
+    features: Mapping[str, Any],
+    feature_columns: Iterable[FeatureColumn],
+    *,
+    scope: str,
+    trainable: bool = True,
+    cols_to_vars: dict | None = None,
+    cols_to_output_tensors: dict | None = None,
+) -> jax.Array:
+    """:func:`input_layer` in the variable scope ``scope`` (made unique), e.g. Keras's
+    ``dense_features`` for ``DenseFeatures``."""
     columns = normalize_feature_columns(feature_columns)
     for column in columns:
         if not isinstance(column, DenseColumn):
@@ -61,7 +82,7 @@ def input_layer(
                 f"column with an embedding_column or indicator_column. Given: {column}"
             )
     outputs = []
-    with est_variables.variable_scope(None, default_name="input_layer"):
+    with est_variables.variable_scope(None, default_name=scope):
         for column in columns:
             frame = est_variables.current_frame()
             before = set(frame.used) if frame is not None else set()
