@@ -8,6 +8,7 @@ closed over in a ``model_fn`` passed to ``estimator.Estimator``.
 from canned import feature_column as feature_column
 from canned import head as head
 from canned import rnn as rnn
+from canned import sdca as sdca
 from canned._ftrl import FtrlState as FtrlState
 from canned._ftrl import ftrl as ftrl
 from canned.baseline import BaselineClassifier as BaselineClassifier
@@ -42,6 +43,7 @@ __all__ = [
     "feature_column",
     "head",
     "rnn",
+    "sdca",
     "Head",
     "BinaryClassHead",
     "MultiClassHead",

@@ -20,20 +20,13 @@ from __future__ import annotations
 import numpy as np
 import optax
 import pytest
+from synthetic import lcg
 from test_dnn import init_checkpoint  # the same starting point as the DNN parity tests
 
 import canned
 import estimator as est
 from canned import feature_column as fc
 from canned.rnn import GRUCell, LSTMCell, RNNClassifier, RNNEstimator
-
-
-def lcg(seed: int, n: int) -> np.ndarray:
-    out, s = [], seed
-    for _ in range(n):
-        s = (1103515245 * s + 12345) % 2**31
-        out.append(s / 2**31)
-    return np.array(out)
 
 
 def sequences(n: int, seed: int, steps: int = 8):
