@@ -183,6 +183,22 @@ def test_learns_the_sequence_task_as_well_as_tf(tmp_path):
     # over seeds 0-2 for lstm and gru).
     assert result["accuracy"] >= TF_ACCURACY_MIN - 0.015, result
     assert result["auc"] >= 0.99, result
+    # Exported with a parsing receiver and served from ragged lists (no model code): the
+    # same probabilities as predict().
+    spec = fc.make_parse_example_spec(sequence_columns + context_columns)
+    export = model.export_saved_model(
+        str(tmp_path / "export"), est.export.build_parsing_serving_input_receiver_fn(spec)
+    )
+    rows = slice(0, 4)
+    served = est.export.load(export).signatures["serving_default"](
+        tok=[[int(t) for t in r if t >= 0] for r in test_features["tok"][rows]],
+        x=[[float(v) for v in r if not np.isnan(v)] for r in test_features["x"][rows]],
+        c=test_features["c"][rows].tolist(),
+    )
+    (batch,) = model.predict(
+        lambda: {k: v[rows] for k, v in test_features.items()}, yield_single_examples=False
+    )
+    np.testing.assert_allclose(served["scores"][:, 1], batch["logistic"].ravel(), atol=1e-6)
 
 
 def test_rnn_cell_fn_stacks_custom_cells_and_estimator_takes_any_head(tmp_path):

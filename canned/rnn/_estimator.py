@@ -132,12 +132,26 @@ class _RNNHostTransform(HostTransform):
     sequence columns checked equal (TF asserts it in the graph); labels through the head
     (per step, masked by the lengths, for a sequential head)."""
 
-    def __init__(self, transform, head: Head, length_keys: tuple[str, ...]) -> None:
+    def __init__(
+        self, transform, head: Head, length_keys: tuple[str, ...], sequence_keys: tuple[str, ...]
+    ) -> None:
         super().__init__(transform, head)
         self._length_keys = length_keys
+        self._sequence_keys = sequence_keys
+
+    def equal_dimensions(self) -> list[list[tuple[str, int]]]:
+        """The steps axis of every sequence feature: one length (see ``apply``), so one
+        symbol in exports."""
+        return [[(key, 1) for key in self._sequence_keys]]
 
     def apply(self, features, labels=None):
         features, _ = self.transform.apply(features, None)
+        steps = max(features[k].shape[1] for k in self._sequence_keys)
+        for key in self._sequence_keys:  # padded alike: ids with -1, values with NaN
+            value = features[key]
+            pad = [(0, 0), (0, steps - value.shape[1])] + [(0, 0)] * (value.ndim - 2)
+            fill = -1 if value.dtype.kind in "iu" else np.nan
+            features[key] = np.pad(value, pad, constant_values=fill)
         lengths = [(k, features[k]) for k in self._length_keys]
         for key, length in lengths[1:]:
             if not np.array_equal(length, lengths[0][1]):
@@ -183,6 +197,12 @@ def _check_sequence_columns(columns: tuple) -> None:
 def _length_key(column) -> str:
     inner = getattr(column, "categorical_column", column)
     return inner.name + LENGTH_SUFFIX
+
+
+def _sequence_key(column) -> str:
+    """The host phase's output holding a sequence column's steps."""
+    inner = getattr(column, "categorical_column", None)
+    return column.name if inner is None else inner.name + "/ids"
 
 
 def _train_op(optimizer):
@@ -293,6 +313,7 @@ class RNNEstimator(est.Estimator):
             extra = (fc.sequence_numeric_column(key),)
         transform = fc.input_transform(sequence_columns + context_columns + extra)
         length_keys = tuple(dict.fromkeys(_length_key(c) for c in sequence_columns))
+        sequence_keys = tuple(dict.fromkeys(_sequence_key(c) for c in sequence_columns))
         mask_key = head.input_sequence_mask_key if return_sequences else None
         self._head = head
 
@@ -324,7 +345,7 @@ class RNNEstimator(est.Estimator):
             model_fn=model_fn,
             model_dir=model_dir,
             config=config,
-            input_transform=_RNNHostTransform(transform, head, length_keys),
+            input_transform=_RNNHostTransform(transform, head, length_keys, sequence_keys),
         )
 
     @property
