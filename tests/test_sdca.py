@@ -352,22 +352,20 @@ def test_linear_estimators_match_tf(tmp_path, run):
     )
     assert model.get_variable_value("ShardedMutableHashTable-1-of-1-values").shape == (64, 4)
     assert model.get_variable_value("linear/sdca/examples_seen") == 30
+    if kind == "classifier":
+        _predicts_and_serves_without_example_ids(model, features, tmp_path)
 
 
-def test_predicts_and_serves_without_example_ids(tmp_path):
-    features, y, _ = data()
-    model = canned.LinearClassifier(
-        _columns(), str(tmp_path), optimizer=LinearSDCA("id", symmetric_l2_regularization=2.0)
-    )
-    model.train(lambda: (features, y), steps=3)
+def _predicts_and_serves_without_example_ids(model, features, tmp_path):
+    # (The weight feature is still required: canned estimators read it in every mode.)
     without_ids = {k: v for k, v in features.items() if k != "id"}
     (batch,) = model.predict(lambda: without_ids, yield_single_examples=False)
+    spec = fc.make_parse_example_spec([*_columns(), fc.numeric_column("w")])
     export = model.export_saved_model(
-        str(tmp_path / "export"),
-        est.export.build_parsing_serving_input_receiver_fn(fc.make_parse_example_spec(_columns())),
+        str(tmp_path / "export"), est.export.build_parsing_serving_input_receiver_fn(spec)
     )
     served = est.export.load(export).signatures["serving_default"](
-        x=features["x"].tolist(), c=features["c"].tolist()
+        x=features["x"].tolist(), c=features["c"].tolist(), w=features["w"].tolist()
     )
     np.testing.assert_allclose(served["scores"][:, 1], batch["logistic"].ravel(), atol=1e-6)
 
