@@ -17,6 +17,7 @@ warm_start_from=WarmStartSettings(ckpt, ".*"))`` (TF's RNN estimators take no
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import optax
 import pytest
@@ -26,7 +27,8 @@ from test_dnn import init_checkpoint  # the same starting point as the DNN parit
 import canned
 import estimator as est
 from canned import feature_column as fc
-from canned.rnn import GRUCell, LSTMCell, RNNClassifier, RNNEstimator
+from canned.rnn import GRUCell, LSTMCell, RNNClassifier, RNNEstimator, SimpleRNNCell, rnn
+from estimator.model import variables as V
 
 
 def sequences(n: int, seed: int, steps: int = 8):
@@ -243,3 +245,45 @@ def test_sequence_lengths_must_agree(tmp_path):
     model = RNNClassifier(sequence_columns, units=2, cell_type="gru", model_dir=str(tmp_path))
     with pytest.raises(ValueError, match="must have the same sequence length per example"):
         model.train(lambda: (features, labels), steps=1)
+
+
+# From TF 2.15.1: tf.keras.layers.{LSTM,GRU,SimpleRNN}(2, return_sequences=True) built for
+# inputs [3, 4, 2], weights set to rng.uniform(-0.5, 0.5) in Keras's order (kernel,
+# recurrent_kernel, bias) after x = rng.normal(size=(3, 4, 2)), rng = default_rng(0), then
+# called with MASK. A masked step repeats the previous output; a sequence of length 0 gives 0.
+MASK = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]], bool)
+TF_KERAS_OUTPUTS = {
+    "lstm": [-0.0137967, -0.093479, -0.0105841, -0.0780232, -0.0452268, -0.0915352, -0.0104424,
+             0.033527, -0.0298737, -0.2095846, -0.0676879, -0.1572846, -0.0676879, -0.1572846,
+             -0.0676879, -0.1572846] + [0.0] * 8,
+    "gru": [-0.1429701, 0.1729166, -0.2617716, 0.2405572, -0.2413603, 0.3920647, -0.3582263,
+            0.3535927, -0.0764938, 0.354079, -0.1115876, 0.4826065, -0.1115876, 0.4826065,
+            -0.1115876, 0.4826065] + [0.0] * 8,
+    "simple_rnn": [-0.4635985, 0.1414521, -0.3277578, 0.1468881, -0.2648965, 0.5219837,
+                   -0.1660584, 0.4611794, -0.6790841, -0.1150872, -0.2628199, 0.3277182,
+                   -0.2628199, 0.3277182, -0.2628199, 0.3277182] + [0.0] * 8,
+}  # fmt: skip
+
+
+def test_cells_match_keras_under_a_mask():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 4, 2)).astype(np.float32)
+    for kind, cell in [
+        ("lstm", LSTMCell(2)),
+        ("gru", GRUCell(2)),
+        ("simple_rnn", SimpleRNNCell(2)),
+    ]:
+        scope = f"{kind}/{cell.name}/"
+        shapes = {"lstm": [(2, 8), (2, 8), (8,)], "gru": [(2, 6), (2, 6), (2, 6)],
+                  "simple_rnn": [(2, 2), (2, 2), (2,)]}[kind]  # fmt: skip
+        values = {
+            scope + name: jax.numpy.asarray(rng.uniform(-0.5, 0.5, size=shape).astype(np.float32))
+            for name, shape in zip(["kernel", "recurrent_kernel", "bias"], shapes, strict=True)
+        }
+        frame = V.Frame(V.APPLY, jax.random.key(0), 0, trainable=values)
+        with V.transform_context(frame):
+            outputs = rnn(cell, x, MASK, return_sequences=True, name=kind)
+        np.testing.assert_allclose(np.ravel(outputs), TF_KERAS_OUTPUTS[kind], atol=2e-7)
+        with V.transform_context(V.Frame(V.APPLY, jax.random.key(0), 0, trainable=values)):
+            last = rnn(cell, x, MASK, name=kind)  # the last step's output
+        np.testing.assert_allclose(last, np.asarray(outputs)[:, -1])

@@ -43,6 +43,10 @@ def _recurrent_kernel(shape: tuple[int, int]) -> jax.Array:
     )
 
 
+def _zero_bias(shape: tuple[int, ...]) -> jax.Array:
+    return est_variables.get_variable("bias", shape, jnp.float32, initializers.zeros_initializer())
+
+
 def _check_units(units: Any, cls: str) -> int:
     if isinstance(units, bool) or not isinstance(units, int) or units < 1:
         raise ValueError(
@@ -119,9 +123,7 @@ class GRUCell:
         return {
             "kernel": _kernel("kernel", (input_dim, 3 * u)),
             "recurrent_kernel": _recurrent_kernel((u, 3 * u)),
-            "bias": est_variables.get_variable(
-                "bias", (2, 3 * u), jnp.float32, initializers.zeros_initializer()
-            ),
+            "bias": _zero_bias((2, 3 * u)),
         }
 
     def project(self, params, x):
@@ -160,9 +162,7 @@ class SimpleRNNCell:
         return {
             "kernel": _kernel("kernel", (input_dim, u)),
             "recurrent_kernel": _recurrent_kernel((u, u)),
-            "bias": est_variables.get_variable(
-                "bias", (u,), jnp.float32, initializers.zeros_initializer()
-            ),
+            "bias": _zero_bias((u,)),
         }
 
     def project(self, params, x):
