@@ -399,3 +399,38 @@ def test_errors_name_the_problem(tmp_path):
     model = canned.LinearClassifier(_columns(), str(tmp_path / "b"), optimizer=small)
     with pytest.raises(ValueError, match="example table is full: its 16 slots"):
         model.train(lambda: (features, y), steps=2)
+
+
+def _full_batch_passes(loss, labels, passes, adaptive):
+    """``passes`` calls of sdca_optimizer on the whole batch (l2 = 2, no l1)."""
+    table, dense, bias = np.zeros(4, np.float32), np.zeros(2, np.float32), np.zeros(1, np.float32)
+    state = np.zeros((8, 4), np.float32)
+    examples = [i for i in range(8) for _ in SPARSE[i]]
+    ids = [f for row in SPARSE for f, _ in row]
+    values = [v for row in SPARSE for _, v in row]
+    for _ in range(passes):
+        state, sparse_delta, dense_delta = sdca_optimizer(
+            [np.array(examples)], [np.array(ids)], [np.array(values, np.float32)],
+            [X, np.ones((8, 1), np.float32)], WEIGHTS, labels, [np.arange(4)], [table],
+            [dense, bias], state, loss, l1=0.0, l2=2.0, num_loss_partitions=1,
+            num_inner_iterations=1, adaptative=adaptive,
+        )  # fmt: skip
+        table = table + sparse_delta[0]
+        dense, bias = dense + dense_delta[0], bias + dense_delta[1]
+    return np.concatenate([table, dense, bias])
+
+
+def test_full_batch_passes_reach_the_ridge_solution_in_order_and_adaptively():
+    # Squared loss: SDCA's optimum is the weighted ridge regression
+    # w* = (Xᵀ S X + l2 I)⁻¹ Xᵀ S y, with X the sparse group as 4 columns, the dense 2 and
+    # the bias column: an independent closed form (float64 NumPy).
+    design = np.zeros((8, 7))
+    for i, row in enumerate(SPARSE):
+        for f, v in row:
+            design[i, f] = v
+    design[:, 4:6], design[:, 6] = X, 1.0
+    s, y = np.diag(WEIGHTS.astype(np.float64)), LABELS["real"].astype(np.float64)
+    ridge = np.linalg.solve(design.T @ s @ design + 2.0 * np.eye(7), design.T @ s @ y)
+    for adaptive in (False, True):
+        w = _full_batch_passes("squared_loss", LABELS["real"], passes=200, adaptive=adaptive)
+        np.testing.assert_allclose(w, ridge, atol=1e-5, err_msg=f"adaptive={adaptive}")
