@@ -181,6 +181,11 @@ def test_errors_name_the_problem():
     with V.transform_context(V.Frame(V.INIT, jax.random.key(0), 0)):
         with pytest.raises(ValueError, match="In embedding_column: a_embedding. categorical_"):
             fc.sequence_input_layer(features, [plain])
+    sequence = fc.sequence_categorical_column_with_identity("n", 4)
+    features, _ = fc.input_transform([sequence]).apply({"n": np.array([[1, 2]])})
+    with V.transform_context(V.Frame(V.INIT, jax.random.key(0), 0)):
+        with pytest.raises(ValueError, match="must not be of type SequenceCategoricalColumn"):
+            fc.input_layer(features, [fc.indicator_column(sequence)])
     with pytest.raises(ValueError, match="dtype must be convertible to float. dtype: string"):
         fc.sequence_numeric_column("a", dtype=str)
     with pytest.raises(ValueError, match="shape dimensions must be greater than 0"):

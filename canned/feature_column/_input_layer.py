@@ -15,6 +15,8 @@ from canned.feature_column._base import (
     check_batch_sizes,
     normalize_feature_columns,
 )
+from canned.feature_column._dense import EmbeddingColumn
+from canned.feature_column._sequence import SequenceCategoricalColumn
 from estimator.model import variables as est_variables
 
 
@@ -76,6 +78,16 @@ def dense_inputs(
     ``dense_features`` for ``DenseFeatures``."""
     columns = normalize_feature_columns(feature_columns)
     for column in columns:
+        inner = getattr(column, "categorical_column", None)
+        if isinstance(inner, SequenceCategoricalColumn):
+            kind = "embedding_column" if isinstance(column, EmbeddingColumn) else "indicator_column"
+            raise ValueError(  # TF 2.15's message
+                f"In {kind}: {column.name}. categorical_column must not be of type "
+                "SequenceCategoricalColumn. Suggested fix A: If you wish to use DenseFeatures, "
+                "use a non-sequence categorical_column_with_*. Suggested fix B: If you wish to "
+                "create sequence input, use SequenceFeatures instead of DenseFeatures. Given "
+                f"(type {type(inner)}): {inner}"
+            )
         if not isinstance(column, DenseColumn):
             raise ValueError(
                 "Items of feature_columns must be a _DenseColumn. You can wrap a categorical "
