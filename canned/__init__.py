@@ -5,8 +5,11 @@ A canned estimator is built exactly as a user's would be (TF 2.15's design): a h
 closed over in a ``model_fn`` passed to ``estimator.Estimator``.
 """
 
+from canned import experimental as experimental
 from canned import feature_column as feature_column
 from canned import head as head
+from canned import rnn as rnn
+from canned import sdca as sdca
 from canned._ftrl import FtrlState as FtrlState
 from canned._ftrl import ftrl as ftrl
 from canned.baseline import BaselineClassifier as BaselineClassifier
@@ -38,8 +41,11 @@ from canned.parsing_utils import classifier_parse_example_spec as classifier_par
 from canned.parsing_utils import regressor_parse_example_spec as regressor_parse_example_spec
 
 __all__ = [
+    "experimental",
     "feature_column",
     "head",
+    "rnn",
+    "sdca",
     "Head",
     "BinaryClassHead",
     "MultiClassHead",

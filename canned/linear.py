@@ -28,6 +28,7 @@ from canned._base import (
 from canned._ftrl import ftrl
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
+from canned.sdca._linear import LinearSDCA, SDCAHostTransform, loss_type_of, sdca_model_fn
 
 __all__ = ["LinearClassifier", "LinearEstimator", "LinearRegressor"]
 
@@ -83,14 +84,26 @@ class _Linear(est.Estimator):
         transform = host_transform(columns, weight_column, head)
         self._head = head
         self._feature_columns = columns
-        super().__init__(
-            model_fn=_model_fn_for(
+        if isinstance(optimizer, LinearSDCA):
+            if sparse_combiner != "sum":
+                raise ValueError(
+                    'sparse_combiner must be "sum" when optimizer is a LinearSDCA object.'
+                )
+            loss_type = loss_type_of(head)  # TF raises this one at the first train()
+            model_fn = sdca_model_fn(head, columns, optimizer, weight_column)
+            transform = SDCAHostTransform(
+                transform.transform, head, optimizer.example_id_column, loss_type
+            )
+        else:
+            model_fn = _model_fn_for(
                 head,
                 columns,
                 optimizer or _default_optimizer(columns),
                 sparse_combiner,
                 weight_column,
-            ),
+            )
+        super().__init__(
+            model_fn=model_fn,
             model_dir=model_dir,
             config=config,
             warm_start_from=warm_start_from,
@@ -121,7 +134,8 @@ class LinearClassifier(_Linear):
         ids in ``[0, n_classes)`` (or 0/1 floats for ``n_classes=2``).
       optimizer: ``'Ftrl'`` (default, learning rate 0.2), ``'Adagrad'``, ``'Adam'``,
         ``'RMSProp'``, ``'SGD'``, an ``optax.GradientTransformation``, or a callable
-        returning one; None is FTRL at ``min(0.2, 1/sqrt(len(feature_columns)))``, as TF.
+        returning one; None is FTRL at ``min(0.2, 1/sqrt(len(feature_columns)))``, as TF;
+        or ``canned.experimental.LinearSDCA(...)`` (binary classification only).
       config: a ``RunConfig``.
       warm_start_from: a checkpoint/model directory or export to start from.
       loss_reduction: ``"sum_over_batch_size"`` (default) or ``"sum"``.
@@ -129,7 +143,8 @@ class LinearClassifier(_Linear):
 
     Raises:
       ValueError: TF's messages for ``n_classes`` < 2, a bad label vocabulary, an empty
-        ``feature_columns`` or an unknown ``sparse_combiner``.
+        ``feature_columns`` or an unknown ``sparse_combiner``; with ``LinearSDCA``, for
+        ``n_classes > 2`` or a ``sparse_combiner`` other than ``"sum"``.
     """
 
     def __init__(
@@ -145,6 +160,8 @@ class LinearClassifier(_Linear):
         loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
         sparse_combiner: str = "sum",
     ) -> None:
+        if isinstance(optimizer, LinearSDCA) and n_classes is not None and n_classes > 2:
+            raise ValueError("LinearSDCA cannot be used in a multi-class setting.")
         head = classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction)
         super().__init__(
             head,
@@ -167,7 +184,8 @@ class LinearRegressor(_Linear):
       model_dir: where checkpoints go.
       label_dimension: labels per example (``[batch_size, label_dimension]``).
       weight_column: a feature key or ``numeric_column`` of per-example weights.
-      optimizer: as :class:`LinearClassifier` (default FTRL at 0.2).
+      optimizer: as :class:`LinearClassifier` (default FTRL at 0.2); ``LinearSDCA`` needs
+        ``label_dimension=1``.
       config, warm_start_from, loss_reduction, sparse_combiner: as
         :class:`LinearClassifier`.
     """
@@ -184,6 +202,8 @@ class LinearRegressor(_Linear):
         loss_reduction: str = Reduction.SUM_OVER_BATCH_SIZE,
         sparse_combiner: str = "sum",
     ) -> None:
+        if isinstance(optimizer, LinearSDCA) and label_dimension > 1:
+            raise ValueError("LinearSDCA can only be used with one-dimensional label.")
         head = regressor_head(label_dimension, weight_column, loss_reduction)
         super().__init__(
             head,

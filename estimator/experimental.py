@@ -2,8 +2,10 @@
 
 Everything here is also importable from where it lives (the early-stopping hooks from
 ``estimator`` and ``estimator.early_stopping``, the receiver from ``estimator.export``).
-TF 2.15's ``LinearSDCA``, ``RNNClassifier`` and ``RNNEstimator`` do not exist yet; asking
-for them raises an ``AttributeError`` that says so, instead of Python's bare one.
+TF 2.15's ``LinearSDCA``, ``RNNClassifier`` and ``RNNEstimator`` are canned models: they
+live in ``canned`` (``canned.experimental``), which ``estimator`` never imports. Importing
+``canned`` makes them available here too (``canned.experimental`` registers them); before
+that, asking for them raises an ``AttributeError`` naming both ways.
 """
 
 from __future__ import annotations
@@ -35,20 +37,42 @@ __all__ = [
     "stop_if_no_increase_hook",
 ]
 
-_NOT_YET = {
-    "LinearSDCA": "the SDCA optimizer",
-    "RNNClassifier": "the recurrent canned estimators",
-    "RNNEstimator": "the recurrent canned estimators",
+#: TF's experimental names that ``canned`` provides, and what they are.
+CANNED_NAMES = {
+    "LinearSDCA": "the SDCA optimizer of the linear estimators",
+    "RNNClassifier": "a recurrent canned classifier",
+    "RNNEstimator": "a recurrent canned estimator",
 }
+_provided: dict = {}
+
+
+def provide(**objects) -> None:
+    """Registers the canned implementations of :data:`CANNED_NAMES` (called by
+    ``canned.experimental`` on import; ``estimator`` does not import ``canned``).
+
+    Raises:
+      ValueError: for a name TF's ``experimental`` does not have.
+    """
+    unknown = sorted(set(objects) - set(CANNED_NAMES))
+    if unknown:
+        raise ValueError(f"estimator.experimental.provide: not canned names of TF's: {unknown}.")
+    _provided.update(objects)
 
 
 def __getattr__(name: str):
-    if name in _NOT_YET:
+    if name in _provided:
+        return _provided[name]
+    if name in CANNED_NAMES:
         raise AttributeError(
-            f"tf.estimator.experimental.{name} is not available in jax-estimator yet "
-            f"({_NOT_YET[name]}). Available here: {', '.join(__all__)}."
+            f"tf.estimator.experimental.{name} ({CANNED_NAMES[name]}) lives in the canned "
+            f"package: use canned.experimental.{name}, or `import canned` first and "
+            f"estimator.experimental.{name} is the same object."
         )
     raise AttributeError(f"module 'estimator.experimental' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | set(_provided))
 
 
 def call_logit_fn(logit_fn, features, mode, params, config):

@@ -1,41 +1,48 @@
-"""``est.experimental`` mirrors ``tf.estimator.experimental`` (issue 14 requirement 6)."""
+"""``est.experimental`` mirrors ``tf.estimator.experimental`` (issue 14 requirement 6; the
+canned names: issue 15)."""
+
+import subprocess
+import sys
 
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from test_coverage import TF_EXPERIMENTAL
 
 import estimator as est
 
-# dir(tf.estimator.experimental) in TF 2.15.1, public names.
-TF_NAMES = [
-    "InMemoryEvaluatorHook",
-    "LinearSDCA",
-    "RNNClassifier",
-    "RNNEstimator",
-    "build_raw_supervised_input_receiver_fn",
-    "call_logit_fn",
-    "make_early_stopping_hook",
-    "make_stop_at_checkpoint_step_hook",
-    "stop_if_higher_hook",
-    "stop_if_lower_hook",
-    "stop_if_no_decrease_hook",
-    "stop_if_no_increase_hook",
-]
+# dir(tf.estimator.experimental) in TF 2.15.1, public names (the list of test_coverage.py).
+TF_NAMES = TF_EXPERIMENTAL
 
 
 def test_every_tf_name_is_there_or_named_in_the_error():
+    import canned  # registers LinearSDCA, RNNClassifier, RNNEstimator (issue 15)
+
     for name in TF_NAMES:
-        if name in ("LinearSDCA", "RNNClassifier", "RNNEstimator"):
-            with pytest.raises(AttributeError, match=f"experimental.{name} is not available"):
-                getattr(est.experimental, name)
-        else:
-            assert callable(getattr(est.experimental, name)), name
+        assert callable(getattr(est.experimental, name)), name
+        assert getattr(canned.experimental, name) is getattr(est.experimental, name), name
     # The top-level names stay, and are the same objects.
     assert est.experimental.stop_if_no_decrease_hook is est.stop_if_no_decrease_hook
     assert est.experimental.InMemoryEvaluatorHook is est.InMemoryEvaluatorHook
+    assert est.experimental.LinearSDCA is canned.sdca.LinearSDCA
     with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
         est.experimental.nothing  # noqa: B018
+
+
+def test_canned_names_without_canned_say_where_they_are():
+    # A fresh process that imports only estimator (canned would register the names).
+    code = (
+        "import estimator as est\n"
+        "try:\n"
+        "    est.experimental.RNNClassifier\n"
+        "except AttributeError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert "use canned.experimental.RNNClassifier, or `import canned` first" in out
 
 
 def test_call_logit_fn_passes_what_the_function_takes():

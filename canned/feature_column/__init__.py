@@ -29,7 +29,10 @@ The dict between the phases (``transform.apply(...)[0]``):
   weighted — also when wrapped in ``indicator_column`` / ``embedding_column``):
   ``features[c.name + "/ids"]``, ``int32 [batch_size, k]``, ``-1`` meaning "no id";
 * ``weighted_categorical_column`` ``c``: also ``features[c.name + "/weights"]``,
-  ``float32 [batch_size, k]``.
+  ``float32 [batch_size, k]``;
+* sequence columns (``sequence_numeric_column``, ``sequence_categorical_column_with_*``):
+  padded ``[batch_size, T, ...]`` values or ids and ``features[c.name +
+  "/sequence_length"]``, ``int32 [batch_size]`` (see ``sequence_input_layer``).
 
 Behaviour differs from TF 2.15 in a few documented places: ``normalizer_fn`` runs on the
 ``float32`` value (TF: on the input dtype), and a ``bucketized_column`` refuses a source
@@ -84,6 +87,24 @@ from canned.feature_column._numeric import BucketizedColumn as BucketizedColumn
 from canned.feature_column._numeric import NumericColumn as NumericColumn
 from canned.feature_column._numeric import bucketized_column as bucketized_column
 from canned.feature_column._numeric import numeric_column as numeric_column
+from canned.feature_column._sequence import SequenceCategoricalColumn as SequenceCategoricalColumn
+from canned.feature_column._sequence import SequenceFeatures as SequenceFeatures
+from canned.feature_column._sequence import SequenceNumericColumn as SequenceNumericColumn
+from canned.feature_column._sequence import concatenate_context_input as concatenate_context_input
+from canned.feature_column._sequence import (
+    sequence_categorical_column_with_hash_bucket as sequence_categorical_column_with_hash_bucket,
+)
+from canned.feature_column._sequence import (
+    sequence_categorical_column_with_identity as sequence_categorical_column_with_identity,
+)
+from canned.feature_column._sequence import (
+    sequence_categorical_column_with_vocabulary_file as sequence_categorical_column_with_vocabulary_file,  # noqa: E501
+)
+from canned.feature_column._sequence import (
+    sequence_categorical_column_with_vocabulary_list as sequence_categorical_column_with_vocabulary_list,  # noqa: E501
+)
+from canned.feature_column._sequence import sequence_input_layer as sequence_input_layer
+from canned.feature_column._sequence import sequence_numeric_column as sequence_numeric_column
 from canned.feature_column._transform import input_transform as input_transform
 from canned.feature_column._transform import make_parse_example_spec as make_parse_example_spec
 
@@ -99,6 +120,14 @@ __all__ = [
     "embedding_column",
     "shared_embeddings",
     "weighted_categorical_column",
+    "sequence_numeric_column",
+    "sequence_categorical_column_with_identity",
+    "sequence_categorical_column_with_hash_bucket",
+    "sequence_categorical_column_with_vocabulary_list",
+    "sequence_categorical_column_with_vocabulary_file",
+    "sequence_input_layer",
+    "SequenceFeatures",
+    "concatenate_context_input",
     "make_parse_example_spec",
     "input_transform",
     "linear_model",
@@ -117,4 +146,6 @@ __all__ = [
     "CrossedColumn",
     "IndicatorColumn",
     "EmbeddingColumn",
+    "SequenceCategoricalColumn",
+    "SequenceNumericColumn",
 ]

@@ -15,6 +15,8 @@ from canned.feature_column._base import (
     check_batch_sizes,
     normalize_feature_columns,
 )
+from canned.feature_column._dense import EmbeddingColumn
+from canned.feature_column._sequence import SequenceCategoricalColumn
 from estimator.model import variables as est_variables
 
 
@@ -53,15 +55,46 @@ def input_layer(
         columns with different batch sizes.
     """
     del weight_collections
+    return dense_inputs(
+        features,
+        feature_columns,
+        scope="input_layer",
+        trainable=trainable,
+        cols_to_vars=cols_to_vars,
+        cols_to_output_tensors=cols_to_output_tensors,
+    )
+
+
+def dense_inputs(
+    features: Mapping[str, Any],
+    feature_columns: Iterable[FeatureColumn],
+    *,
+    scope: str,
+    trainable: bool = True,
+    cols_to_vars: dict | None = None,
+    cols_to_output_tensors: dict | None = None,
+) -> jax.Array:
+    """:func:`input_layer` in the variable scope ``scope`` (made unique), e.g. Keras's
+    ``dense_features`` for ``DenseFeatures``."""
     columns = normalize_feature_columns(feature_columns)
     for column in columns:
+        inner = getattr(column, "categorical_column", None)
+        if isinstance(inner, SequenceCategoricalColumn):
+            kind = "embedding_column" if isinstance(column, EmbeddingColumn) else "indicator_column"
+            raise ValueError(  # TF 2.15's message
+                f"In {kind}: {column.name}. categorical_column must not be of type "
+                "SequenceCategoricalColumn. Suggested fix A: If you wish to use DenseFeatures, "
+                "use a non-sequence categorical_column_with_*. Suggested fix B: If you wish to "
+                "create sequence input, use SequenceFeatures instead of DenseFeatures. Given "
+                f"(type {type(inner)}): {inner}"
+            )
         if not isinstance(column, DenseColumn):
             raise ValueError(
                 "Items of feature_columns must be a _DenseColumn. You can wrap a categorical "
                 f"column with an embedding_column or indicator_column. Given: {column}"
             )
     outputs = []
-    with est_variables.variable_scope(None, default_name="input_layer"):
+    with est_variables.variable_scope(None, default_name=scope):
         for column in columns:
             frame = est_variables.current_frame()
             before = set(frame.used) if frame is not None else set()

@@ -8,6 +8,7 @@ from typing import Any
 from canned.feature_column._base import CategoricalColumn, FeatureColumn
 from canned.feature_column._dense import EmbeddingColumn, IndicatorColumn
 from canned.feature_column._numeric import NumericColumn
+from canned.feature_column._sequence import LENGTH_SUFFIX, SEQUENCE_COLUMNS
 from estimator import preprocessing
 
 
@@ -22,7 +23,10 @@ def input_transform(feature_columns: Iterable[FeatureColumn]) -> preprocessing.I
       ``embedding_column``, or a ``bucketized_column`` —
       ``features'[c.name + "/ids"]``, ``int32 [batch_size, k]`` (-1: no id);
     * ``weighted_categorical_column`` ``c`` also ``features'[c.name + "/weights"]``,
-      ``float32 [batch_size, k]``.
+      ``float32 [batch_size, k]``;
+    * ``sequence_numeric_column(key)``: ``features'[key]``, ``float32 [batch_size, T,
+      *shape]``; a sequence column (numeric or categorical) ``c`` also
+      ``features'[c.name + "/sequence_length"]``, ``int32 [batch_size]``.
 
     Columns only used inside others (the numeric source of a bucketized column, the keys
     of a cross) produce no output of their own.
@@ -45,14 +49,19 @@ def input_transform(feature_columns: Iterable[FeatureColumn]) -> preprocessing.I
         if isinstance(column, IndicatorColumn | EmbeddingColumn):
             add(column.categorical_column)
             return
-        if isinstance(column, NumericColumn | CategoricalColumn):
+        if isinstance(column, SEQUENCE_COLUMNS):
+            put(column.name + LENGTH_SUFFIX, column, column.length_op)
+        if isinstance(column, NumericColumn | CategoricalColumn | SEQUENCE_COLUMNS):
             op = column.host_op
         else:
             raise ValueError(
                 f"Items of feature_columns must be a FeatureColumn. Given (type {type(column)}): "
                 f"{column}."
             )
-        previous = entries.setdefault(column.name, (column, op))
+        put(column.name, column, op)
+
+    def put(name: str, column: FeatureColumn, op: preprocessing.Op) -> None:
+        previous = entries.setdefault(name, (column, op))
         if previous[1] != op:
             raise ValueError(
                 f"Two different feature columns are named {column.name!r}: {previous[0]} and "

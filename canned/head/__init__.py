@@ -30,6 +30,7 @@ from canned.head._multi_label import MultiLabelHead as MultiLabelHead
 from canned.head._regression import LogisticRegressionHead as LogisticRegressionHead
 from canned.head._regression import PoissonRegressionHead as PoissonRegressionHead
 from canned.head._regression import RegressionHead as RegressionHead
+from canned.head._sequential import SequentialHeadWrapper as SequentialHeadWrapper
 from canned.head.keys import CLASSIFY_SERVING_KEY as CLASSIFY_SERVING_KEY
 from canned.head.keys import DEFAULT_SERVING_KEY as DEFAULT_SERVING_KEY
 from canned.head.keys import PREDICT_SERVING_KEY as PREDICT_SERVING_KEY
@@ -47,6 +48,7 @@ __all__ = [
     "RegressionHead",
     "PoissonRegressionHead",
     "LogisticRegressionHead",
+    "SequentialHeadWrapper",
     "MetricKeys",
     "PredictionKeys",
     "Reduction",

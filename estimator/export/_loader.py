@@ -32,12 +32,13 @@ def _dtype(name: str):
 
 
 def _pad(rows, dtype) -> np.ndarray:
-    """Lists of different lengths -> ``[batch, max_len]``, padded with ``""`` or ``-1``."""
+    """Lists of different lengths -> ``[batch, max_len]``, padded with ``""`` (strings),
+    ``NaN`` (floats: a sequence feature's absent values) or ``-1`` (integers)."""
     rows = [
         np.atleast_1d(np.asarray(r, dtype=object if dtype.kind in "OUS" else dtype)) for r in rows
     ]
     width = max((len(r) for r in rows), default=0)
-    fill = "" if dtype.kind in "OUS" else -1
+    fill = "" if dtype.kind in "OUS" else np.nan if dtype.kind == "f" else -1
     out = np.full((len(rows), max(width, 1)), fill, dtype=object if dtype.kind in "OUS" else dtype)
     for i, r in enumerate(rows):
         out[i, : len(r)] = r

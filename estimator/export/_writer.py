@@ -202,9 +202,26 @@ def _device_specs(inputs: _Inputs, fixed_batch) -> tuple[Any, Any, dict]:
         dtype = jax.dtypes.canonicalize_dtype(x.dtype)
         return jax.ShapeDtypeStruct(tuple(dims), dtype)
 
-    features = jax.tree.map(spec, a[0], b[0])
+    features = _tie(jax.tree.map(spec, a[0], b[0]), inputs.transform)
     labels = None if a[1] is None else jax.tree.map(spec, a[1], b[1])
     return features, labels, a
+
+
+def _tie(features, transform):
+    """One symbol for the dimensions the host transform makes equal: its optional
+    ``equal_dimensions()`` lists groups of ``(feature key, axis)`` (the steps of several
+    sequence features, padded alike), which the inputs alone would give separate symbols."""
+    groups = getattr(transform, "equal_dimensions", None)
+    if groups is None or not isinstance(features, dict):
+        return features
+    features = dict(features)
+    for group in groups():
+        members = [(key, axis) for key, axis in group if key in features]
+        for key, axis in members[1:]:
+            shape = list(features[key].shape)
+            shape[axis] = features[members[0][0]].shape[members[0][1]]
+            features[key] = jax.ShapeDtypeStruct(tuple(shape), features[key].dtype)
+    return features
 
 
 # TF's signature keys and method names of TRAIN and EVAL exports

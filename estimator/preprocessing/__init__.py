@@ -31,6 +31,10 @@ Layout of the transformed features (``InputTransform.apply``), for an entry ``(n
   where ``-1`` marks "no id" (a missing input value, or an out-of-vocabulary value without
   OOV buckets or default); :class:`Weighted` adds ``features'[name + "/weights"]``,
   ``float32 [batch_size, k]``, aligned with the ids.
+* sequence ops (:class:`SequenceCategorical`, :class:`SequenceNumeric`,
+  :class:`SequenceLength`): padded ``[batch_size, T]`` ids, ``[batch_size, T, *shape]``
+  values and ``int32 [batch_size]`` lengths; their raw input may also be ragged or sparse
+  (see ``estimator.preprocessing._sequence``).
 
 Raw inputs: a dense feature is ``[batch_size, *shape]`` (or anything with
 ``batch_size * prod(shape)`` values). A categorical feature is ``[batch_size]`` (one value
@@ -59,6 +63,9 @@ from estimator.preprocessing._lookup import VocabularyList as VocabularyList
 from estimator.preprocessing._numeric import BatchSize as BatchSize
 from estimator.preprocessing._numeric import Bucketize as Bucketize
 from estimator.preprocessing._numeric import Numeric as Numeric
+from estimator.preprocessing._sequence import SequenceCategorical as SequenceCategorical
+from estimator.preprocessing._sequence import SequenceLength as SequenceLength
+from estimator.preprocessing._sequence import SequenceNumeric as SequenceNumeric
 from estimator.preprocessing._specs import FixedLenFeature as FixedLenFeature
 from estimator.preprocessing._specs import VarLenFeature as VarLenFeature
 from estimator.preprocessing._specs import dtype_name as dtype_name
@@ -81,6 +88,9 @@ __all__ = [
     "Identity",
     "Cross",
     "Weighted",
+    "SequenceCategorical",
+    "SequenceNumeric",
+    "SequenceLength",
     "op_from_config",
     "register_op",
     "dtype_name",
