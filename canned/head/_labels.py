@@ -33,7 +33,10 @@ def as_host_array(labels: Any) -> np.ndarray:
     arr = np.asarray(labels)
     if arr.dtype.kind == "O":  # e.g. from pandas: strings or numbers in an object array
         items = arr.ravel().tolist()
-        if all(isinstance(x, str | bytes) for x in items):
+        types = set(map(type, items))  # one pass in C, not a Python step per label
+        if types <= {str}:
+            arr = np.array(items, dtype=str).reshape(np.shape(labels))
+        elif types <= {str, bytes}:
             arr = np.array([x.decode() if isinstance(x, bytes) else x for x in items], dtype=str)
             arr = arr.reshape(np.shape(labels))
         else:

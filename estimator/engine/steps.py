@@ -325,10 +325,12 @@ def predict_step(model: ModelFunction, state: TrainState, features):
     return spec.predictions, outputs, info
 
 
-def _loop(step: Callable, carry, batches: tuple, n):
+def _loop(step: Callable, outputs_of: Callable, carry, batches: tuple, n):
     """Runs ``step(carry, batch) -> (carry, outputs, info)`` on ``batches[:n]`` in one
     ``lax.fori_loop`` (the step is compiled once, whatever ``n``); returns the last step's
     ``(carry, outputs, info)``. ``n`` is traced: 1 <= n <= len(batches).
+    ``outputs_of(carry, batch)`` gives the step's outputs alone (``model_fn`` forward): the
+    loop carries them from zeros of their shapes.
 
     A batch is picked with ``lax.switch`` over the arguments, not a stacked copy of them all,
     so a call running fewer steps than it has slots (the slots are padded with the last
@@ -336,18 +338,14 @@ def _loop(step: Callable, carry, batches: tuple, n):
     """
     found = []
 
-    def run(carry, batch):
-        carry, outputs, info = step(carry, batch)
+    def body(i, value):
+        carry, outputs, info = step(value[0], jax.lax.switch(i, pick))
         found.append(info)
         return carry, outputs
 
-    outputs = jax.eval_shape(lambda c, b: run(c, b)[1], carry, batches[0])
     pick = [functools.partial(lambda b: b, b) for b in batches]
-
-    def body(i, value):
-        return run(value[0], jax.lax.switch(i, pick))
-
-    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), outputs)
+    shapes = jax.eval_shape(outputs_of, carry, batches[0])
+    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
     carry, outputs = jax.lax.fori_loop(0, n, body, (carry, zeros))
     return carry, outputs, found[-1]
 
@@ -356,13 +354,25 @@ def train_steps(model: ModelFunction, state: TrainState, batches: tuple, n):
     """The first ``n`` of ``batches`` as train steps in one call (one compiled program per
     batch signature for any ``n`` up to ``len(batches)``); returns the last step's
     ``(state', outputs, info)``."""
-    return _loop(lambda s, b: train_step(model, s, *b), state, batches, n)
+    return _loop(
+        lambda s, b: train_step(model, s, *b),
+        lambda s, b: _run(model, ModeKeys.TRAIN, s, *b)[2],
+        state,
+        batches,
+        n,
+    )
 
 
 def eval_steps(model: ModelFunction, state: TrainState, acc, batches: tuple, n):
     """The first ``n`` of ``batches`` as evaluation steps in one call (as
     :func:`train_steps`)."""
-    return _loop(lambda a, b: eval_step(model, state, a, *b), acc, batches, n)
+    return _loop(
+        lambda a, b: eval_step(model, state, a, *b),
+        lambda a, b: _run(model, ModeKeys.EVAL, state, *b)[2],
+        acc,
+        batches,
+        n,
+    )
 
 
 class Program(NamedTuple):
