@@ -169,9 +169,34 @@ def numpy_input_fn(
                 return features, cols[target_keys]
             return features, {k: cols[k] for k in target_keys}
 
-        return batches()
+        tail = None if num_epochs is None else (n * num_epochs) % batch_size
+        return Batches(batches(), last_batch_size=tail or None)
 
     return input_fn
+
+
+class Batches:
+    """The batches an ``input_fn`` yields, with what is known of them in advance.
+
+    ``numpy_input_fn`` knows the size of its last batch before it is read: the Estimator
+    compiles the program for that shorter batch in the background while the others run,
+    instead of stopping for it at the end.
+
+    Args:
+      batches: an iterator of batches.
+      last_batch_size: the number of examples of the last batch when it is shorter than the
+        others, else None.
+    """
+
+    def __init__(self, batches: Iterator, *, last_batch_size: int | None = None) -> None:
+        self._batches = batches
+        self.last_batch_size = last_batch_size
+
+    def __iter__(self) -> Batches:
+        return self
+
+    def __next__(self):
+        return next(self._batches)
 
 
 def fn_args(fn) -> tuple[str, ...]:
@@ -275,6 +300,7 @@ class Prefetcher:
         self._depth = depth
         self._ready: collections.deque = collections.deque()
         self._exhausted = False
+        self.last_batch_size: int | None = None  # known in advance (``Batches``), or None
 
     def fill(self) -> None:
         while not self._exhausted and len(self._ready) < self._depth:
@@ -454,4 +480,6 @@ def batch_pipeline(result, mode: str, transform, place: Callable) -> Prefetcher:
             )
         return place((features, labels))
 
-    return Prefetcher(batches, prepare)
+    prefetcher = Prefetcher(batches, prepare)
+    prefetcher.last_batch_size = getattr(result, "last_batch_size", None)
+    return prefetcher

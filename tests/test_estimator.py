@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import jax
 import jax.numpy as jnp
@@ -580,6 +581,34 @@ def test_removed_model_dir_is_written_again(tmp_path):
     e.train(train_input(), steps=3)
     # A fresh start (the checkpoints are gone) saved at steps 0 and 3 again.
     assert ckpt.checkpoint_step(e.latest_checkpoint()) == 3
+
+
+def test_the_last_batchs_program_is_compiled_while_the_others_run(tmp_path):
+    # 40 rows, batches of 16, one epoch: 16, 16 and a last batch of 8, whose size
+    # numpy_input_fn knows in advance; its program compiles in the background.
+    fn = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=1, shuffle=False)
+    assert fn().last_batch_size == 8
+    whole = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=1, shuffle=False)
+    assert whole().last_batch_size is None  # 40 = 5 x 8: no shorter batch
+    assert (
+        est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=None, shuffle=True)()
+    ).last_batch_size is None
+
+    class BeforeTheLast(est.SessionRunHook):
+        def before_run(self, run_context):
+            if run_context.session.global_step == 2:  # the last batch is next
+                compiler = e.runtime.compiler(est.ModeKeys.TRAIN)
+                deadline = time.monotonic() + 20
+                while compiler.compile_count < 2 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                self.compiled = compiler.compile_count
+
+    e = make(tmp_path, log_step_count_steps=None, steps_per_execution=1)
+    hook = BeforeTheLast()
+    e.train(fn, hooks=[hook])
+    assert hook.compiled == 2  # ready before the last batch arrived
+    assert e.get_variable_value("global_step") == 3
+    assert e.runtime.compile_counts()["train"] == 2
 
 
 def test_steps_are_fused_without_logging(tmp_path):

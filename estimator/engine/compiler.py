@@ -8,7 +8,9 @@ includes the :class:`~estimator.engine.steps.StepInfo` (hooks, ``train_op``, out
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import threading
 from typing import NamedTuple
 
 import jax
@@ -25,7 +27,7 @@ def signature(batch) -> tuple:
     leaves, treedef = jax.tree.flatten(batch)
     return treedef, tuple(
         (
-            np.shape(x),
+            tuple(x.shape) if isinstance(x, jax.ShapeDtypeStruct) else np.shape(x),
             jax.dtypes.canonicalize_dtype(getattr(x, "dtype", None) or np.result_type(x)),
         )
         for x in leaves
@@ -78,6 +80,8 @@ class StepCompiler:
         self._jitted = jax.jit(self._program, donate_argnums=self.program.donate)
         self._init = jax.jit(functools.partial(init_state, model, mode))
         self._compiled: dict = {}
+        self._pending: dict = {}  # signature -> Future of a compile in progress
+        self._lock = threading.Lock()
         self._abstract_acc = None
 
     # ----- state ------------------------------------------------------------------------
@@ -114,19 +118,58 @@ class StepCompiler:
         count = np.int32(len(batches))
         if count < self.steps_per_call:
             # Unused slots repeat the last batch, placed once: nothing more is transferred.
-            filler = jax.device_put(batches[-1])
+            filler = batches[-1]
+            if not any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(filler)):
+                filler = jax.device_put(filler)
             batches = [*batches, *[filler] * (self.steps_per_call - count)]
         return (*leading, tuple(batches), count)
 
     def _entry(self, leading: tuple, batch) -> _Entry:
+        """The compiled program for ``batch``'s signature: from the cache, from a compile in
+        progress (:meth:`precompile`), or compiled now."""
         key = signature(batch)
-        entry = self._compiled.get(key)
-        if entry is None:
+        with self._lock:
+            entry = self._compiled.get(key)
+            pending = None if entry is not None else self._pending.get(key)
+            if entry is None and pending is None:
+                pending = self._pending[key] = concurrent.futures.Future()
+                owner = True
+            else:
+                owner = False
+        if entry is not None:
+            return entry
+        if not owner:
+            return pending.result()  # compiled in the background: wait for it (or its error)
+        try:
             traced = self._jitted.trace(*self._arguments(leading, [batch]))
             entry = _Entry(traced.lower().compile(), traced.out_info[-1])
+        except BaseException as err:
+            with self._lock:
+                del self._pending[key]
+            pending.set_exception(err)
+            raise
+        with self._lock:
             self._compiled[key] = entry
+            del self._pending[key]
             self.compile_count += 1
+        pending.set_result(entry)
         return entry
+
+    def precompile(self, leading: tuple, batch) -> None:
+        """Compiles the program for ``batch``'s signature in a background thread (XLA
+        compiles without the GIL), so that a call reaching it finds it ready or waits for
+        it. ``leading`` and ``batch`` may be ``jax.ShapeDtypeStruct`` trees; a compile that
+        fails raises in the call that needs it."""
+        if signature(batch) in self._compiled:
+            return
+
+        def compile_quietly():
+            try:
+                self._entry(leading, batch)
+            except BaseException:  # noqa: BLE001 - re-raised by the call that needs it
+                pass
+
+        threading.Thread(target=compile_quietly, name="precompile", daemon=True).start()
 
     def prepare_run(self, *args) -> StepInfo:
         """Readies a ``train``/``evaluate``/``predict`` call: compiles the program for

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import jax
+import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import distribute
@@ -157,6 +158,26 @@ class Runtime:
         must run the same programs in the same order whatever its hooks fetch."""
         return 1 if self.processes > 1 else self.config.steps_per_execution
 
+    def _precompile_last_batch(self, compiler, leading: tuple, first, prefetcher) -> None:
+        """When the input's last batch is known to be shorter (``numpy_input_fn``), compiles
+        its program in the background while the full batches run (one device; a mesh
+        places an uneven batch differently)."""
+        size = prefetcher.last_batch_size
+        leaves = jax.tree.leaves(first)
+        if size is None or self.mesh is not None or not leaves:
+            return
+        full = np.shape(leaves[0])[:1]
+        if any(np.shape(x)[:1] != full for x in leaves) or full == (size,):
+            return  # not every leaf is batch-major: the shape of the last batch is unknown
+        abstract = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None)),
+            leading,
+        )
+        last = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((size, *np.shape(x)[1:]), x.dtype), first
+        )
+        compiler.precompile(abstract, last)
+
     def _session(self, mode: str, runner, state: TrainState, hooks, info) -> Session:
         """The session hooks see; calls their ``after_create_session`` (TF's order: after
         ``begin`` and after the state is created or restored)."""
@@ -193,6 +214,7 @@ class Runtime:
         for hook in all_hooks:
             hook.begin()
         state = self.states.read(compiler, first, latest, training=True, abstract=abstract)
+        self._precompile_last_batch(compiler, (state,), first, prefetcher)
         runner = TrainRunner(compiler, state)
         session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
         # A save is collective in a multi-process job: one process's SIGTERM can't save.
@@ -250,6 +272,7 @@ class Runtime:
             state = state._replace(opt_state=None)
         acc = compiler.empty_accumulator(state, *first)
         info = compiler.prepare_run(state, acc, *first)
+        self._precompile_last_batch(compiler, (state, acc), first, prefetcher)
         all_hooks = hooks + list(info.hooks)
         logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
         start = time.time()
@@ -288,6 +311,7 @@ class Runtime:
             return
         state = self.states.read(compiler, first, path, training=False)
         info = compiler.prepare_run(state, *first)
+        self._precompile_last_batch(compiler, (state,), first, prefetcher)
         all_hooks = hooks + list(info.hooks)
         for hook in all_hooks:
             hook.begin()
