@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from estimator import convolution
 from estimator import initializers as init
 from estimator.model.variables import (
     _frame,
@@ -364,13 +365,12 @@ def conv2d(
             kernel_regularizer,
             trainable,
         )
-        outputs = jax.lax.conv_general_dilated(
+        outputs = convolution.conv(
             inputs.astype(kernel.dtype),
             _constrained(kernel, kernel_constraint),
-            window_strides=_pair(strides, "strides"),
-            padding=pad,
-            rhs_dilation=_pair(dilation_rate, "dilation_rate"),
-            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            _pair(strides, "strides"),
+            pad,
+            _pair(dilation_rate, "dilation_rate"),
         )
         if use_bias:
             bias = get_variable(

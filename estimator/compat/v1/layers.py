@@ -15,6 +15,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from estimator import convolution
 from estimator import initializers as _init
 from estimator.compat._unsupported import module_getattr
 from estimator.layers import (
@@ -129,13 +130,12 @@ def conv1d(
         )
         if kernel_constraint is not None:
             kernel = kernel_constraint(kernel)
-        outputs = jax.lax.conv_general_dilated(
+        outputs = convolution.conv(
             inputs.astype(kernel.dtype),
             kernel,
-            window_strides=(_one(strides, "strides"),),
-            padding=pad,
-            rhs_dilation=(_one(dilation_rate, "dilation_rate"),),
-            dimension_numbers=("NWC", "WIO", "NWC"),
+            (_one(strides, "strides"),),
+            pad,
+            (_one(dilation_rate, "dilation_rate"),),
         )
         if use_bias:
             bias = get_variable(

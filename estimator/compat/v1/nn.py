@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from estimator import convolution
 from estimator import layers as _layers
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1._base import axis_arg, op
@@ -318,13 +319,12 @@ def conv2d(
         pad = padding.upper()
     else:
         pad = [tuple(int(p) for p in row) for row in np.asarray(padding)[1:3]]
-    return jax.lax.conv_general_dilated(
+    return convolution.conv(
         jnp.asarray(input, kernel.dtype),
         kernel,
-        window_strides=_strides(strides, 2, "strides"),
-        padding=pad,
-        rhs_dilation=_strides(dilations, 2, "dilations"),
-        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        _strides(strides, 2, "strides"),
+        pad,
+        _strides(dilations, 2, "dilations"),
     )
 
 
@@ -344,13 +344,12 @@ def conv1d(
     _nhwc_only(data_format, "conv1d")
     x = jnp.asarray(value if value is not None else input)
     kernel = jnp.asarray(filters)
-    return jax.lax.conv_general_dilated(
+    return convolution.conv(
         x.astype(kernel.dtype),
         kernel,
-        window_strides=_strides(stride, 1, "stride"),
-        padding=padding.upper(),
-        rhs_dilation=_strides(dilations or 1, 1, "dilations"),
-        dimension_numbers=("NWC", "WIO", "NWC"),
+        _strides(stride, 1, "stride"),
+        padding.upper(),
+        _strides(dilations or 1, 1, "dilations"),
     )
 
 
