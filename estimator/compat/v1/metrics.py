@@ -20,6 +20,7 @@ since its local variables were created (the start of ``train()``).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from estimator import metrics as _metrics
@@ -75,20 +76,6 @@ def _pair(metric: _metrics.Metric, metrics_collections, updates_collections) -> 
     return pair
 
 
-def accuracy(
-    labels,
-    predictions,
-    weights=None,
-    metrics_collections=None,
-    updates_collections=None,
-    name=None,
-) -> MetricPair:
-    """``tf.metrics.accuracy``: the weighted fraction of ``predictions == labels``."""
-    return _pair(
-        _metrics.accuracy(labels, predictions, weights), metrics_collections, updates_collections
-    )
-
-
 def auc(
     labels,
     predictions,
@@ -122,75 +109,46 @@ def mean(
     return _pair(_metrics.mean(values, weights), metrics_collections, updates_collections)
 
 
-def _labelled(fn):
-    def metric_fn(
-        labels,
-        predictions,
-        weights=None,
-        metrics_collections=None,
-        updates_collections=None,
-        name=None,
-    ) -> MetricPair:
-        return _pair(fn(labels, predictions, weights), metrics_collections, updates_collections)
+def _tf_metric(fn, extra: tuple[str, ...] = ()):
+    """``tf.metrics.<name>(labels, predictions, *extra, weights=None, metrics_collections=None,
+    updates_collections=None, name=None)`` over ``estimator.metrics.<name>``."""
+    names = ("labels", "predictions", *extra, "weights")
+    optional = ("weights", "metrics_collections", "updates_collections", "name")
+    parameters = [
+        inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+        if n in optional
+        else inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for n in names[:-1] + optional
+    ]
+    signature = inspect.Signature(parameters)
+
+    def metric_fn(*args, **kwargs) -> MetricPair:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = bound.arguments
+        metric = fn(*(values[n] for n in names))
+        return _pair(metric, values["metrics_collections"], values["updates_collections"])
 
     metric_fn.__name__ = fn.__name__
+    metric_fn.__signature__ = signature
     metric_fn.__doc__ = f"``tf.metrics.{fn.__name__}`` (``estimator.metrics.{fn.__name__}``)."
     return metric_fn
 
 
-mean_absolute_error = _labelled(_metrics.mean_absolute_error)
-mean_squared_error = _labelled(_metrics.mean_squared_error)
-root_mean_squared_error = _labelled(_metrics.root_mean_squared_error)
-precision = _labelled(_metrics.precision)
-recall = _labelled(_metrics.recall)
-true_positives = _labelled(_metrics.true_positives)
-false_positives = _labelled(_metrics.false_positives)
-true_negatives = _labelled(_metrics.true_negatives)
-false_negatives = _labelled(_metrics.false_negatives)
-
-
-def _per_class(fn):
-    def metric_fn(
-        labels,
-        predictions,
-        num_classes,
-        weights=None,
-        metrics_collections=None,
-        updates_collections=None,
-        name=None,
-    ) -> MetricPair:
-        metric = fn(labels, predictions, num_classes, weights)
-        return _pair(metric, metrics_collections, updates_collections)
-
-    metric_fn.__name__ = fn.__name__
-    metric_fn.__doc__ = f"``tf.metrics.{fn.__name__}`` (``estimator.metrics.{fn.__name__}``)."
-    return metric_fn
-
-
-mean_per_class_accuracy = _per_class(_metrics.mean_per_class_accuracy)
-mean_iou = _per_class(_metrics.mean_iou)
-
-
-def _at_thresholds(fn):
-    def metric_fn(
-        labels,
-        predictions,
-        thresholds,
-        weights=None,
-        metrics_collections=None,
-        updates_collections=None,
-        name=None,
-    ) -> MetricPair:
-        metric = fn(labels, predictions, thresholds, weights)
-        return _pair(metric, metrics_collections, updates_collections)
-
-    metric_fn.__name__ = fn.__name__
-    metric_fn.__doc__ = f"``tf.metrics.{fn.__name__}`` (``estimator.metrics.{fn.__name__}``)."
-    return metric_fn
-
-
-precision_at_thresholds = _at_thresholds(_metrics.precision_at_thresholds)
-recall_at_thresholds = _at_thresholds(_metrics.recall_at_thresholds)
+accuracy = _tf_metric(_metrics.accuracy)
+mean_absolute_error = _tf_metric(_metrics.mean_absolute_error)
+mean_squared_error = _tf_metric(_metrics.mean_squared_error)
+root_mean_squared_error = _tf_metric(_metrics.root_mean_squared_error)
+precision = _tf_metric(_metrics.precision)
+recall = _tf_metric(_metrics.recall)
+true_positives = _tf_metric(_metrics.true_positives)
+false_positives = _tf_metric(_metrics.false_positives)
+true_negatives = _tf_metric(_metrics.true_negatives)
+false_negatives = _tf_metric(_metrics.false_negatives)
+mean_per_class_accuracy = _tf_metric(_metrics.mean_per_class_accuracy, ("num_classes",))
+mean_iou = _tf_metric(_metrics.mean_iou, ("num_classes",))
+precision_at_thresholds = _tf_metric(_metrics.precision_at_thresholds, ("thresholds",))
+recall_at_thresholds = _tf_metric(_metrics.recall_at_thresholds, ("thresholds",))
 
 
 def as_metric(key: str, value: Any) -> Any:
