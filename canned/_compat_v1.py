@@ -119,297 +119,144 @@ def optimizer_transform(opt: Any, learning_rate: float):
     return opt
 
 
-def _reduction(loss_reduction: str) -> str:
-    return _REDUCTIONS.get(loss_reduction, loss_reduction)
-
-
-class LinearClassifier(_LinearClassifier):
-    """``tf.compat.v1.estimator.LinearClassifier`` (TF 1 defaults: see the module)."""
-
-    def __init__(
-        self,
-        feature_columns,
-        model_dir=None,
-        n_classes=2,
-        weight_column=None,
-        label_vocabulary=None,
-        optimizer="Ftrl",
-        config=None,
-        partitioner=None,
-        warm_start_from=None,
-        loss_reduction=_losses.Reduction.SUM,
-        sparse_combiner="sum",
-    ) -> None:
-        del partitioner
-        super().__init__(
-            feature_columns,
-            model_dir=model_dir,
-            n_classes=n_classes,
-            weight_column=weight_column,
-            label_vocabulary=label_vocabulary,
-            optimizer=_linear_optimizer(optimizer, feature_columns),
-            config=config,
-            warm_start_from=warm_start_from,
-            loss_reduction=_reduction(loss_reduction),
-            sparse_combiner=sparse_combiner,
-        )
-
-
-class LinearRegressor(_LinearRegressor):
-    """``tf.compat.v1.estimator.LinearRegressor`` (TF 1 defaults: see the module)."""
-
-    def __init__(
-        self,
-        feature_columns,
-        model_dir=None,
-        label_dimension=1,
-        weight_column=None,
-        optimizer="Ftrl",
-        config=None,
-        partitioner=None,
-        warm_start_from=None,
-        loss_reduction=_losses.Reduction.SUM,
-        sparse_combiner="sum",
-    ) -> None:
-        del partitioner
-        super().__init__(
-            feature_columns,
-            model_dir=model_dir,
-            label_dimension=label_dimension,
-            weight_column=weight_column,
-            optimizer=_linear_optimizer(optimizer, feature_columns),
-            config=config,
-            warm_start_from=warm_start_from,
-            loss_reduction=_reduction(loss_reduction),
-            sparse_combiner=sparse_combiner,
-        )
+def _v1_kwargs(values: dict, optimizers: dict[str, Any]) -> dict:
+    """A TF 1 constructor's arguments (its ``locals()``) as ``canned``'s: the optimizers
+    given (already transformations), the loss reduction in the heads' terms, partitioners
+    dropped, an activation of None left to ``canned``'s default (ReLU, TF's too)."""
+    kwargs = {
+        k: v
+        for k, v in values.items()
+        if k not in ("self", "__class__", "optimizers", "partitioner", "input_layer_partitioner")
+    }
+    kwargs.update(optimizers)
+    reduction = kwargs.pop("loss_reduction")
+    kwargs["loss_reduction"] = _REDUCTIONS.get(reduction, reduction)
+    for key in ("activation_fn", "dnn_activation_fn"):
+        if key in kwargs and kwargs[key] is None:
+            del kwargs[key]
+    return kwargs
 
 
 def _linear_optimizer(optimizer, feature_columns):
-    if optimizer is None:
+    if optimizer is None:  # TF 1's _get_default_optimizer: Ftrl at min(0.2, 1/sqrt(n))
         rate = min(0.2, 1.0 / math.sqrt(len(list(feature_columns))))
         return optimizer_transform("Ftrl", rate)
     return optimizer_transform(optimizer, 0.2)
+
+
+def _combined(linear_optimizer, linear_feature_columns, dnn_optimizer) -> dict:
+    n = len(list(linear_feature_columns or ()))
+    linear_rate = min(0.005, 1.0 / math.sqrt(n)) if n else 0.005
+    return {
+        "linear_optimizer": optimizer_transform(linear_optimizer, linear_rate),
+        "dnn_optimizer": optimizer_transform(dnn_optimizer, 0.001),
+    }
+
+
+_SUM = _losses.Reduction.SUM
+
+
+class LinearClassifier(_LinearClassifier):
+    """``tf.compat.v1.estimator.LinearClassifier`` (TF 1 defaults: Ftrl at 0.2, SUM)."""
+
+    def __init__(
+        self, feature_columns, model_dir=None, n_classes=2, weight_column=None,
+        label_vocabulary=None, optimizer="Ftrl", config=None, partitioner=None,
+        warm_start_from=None, loss_reduction=_SUM, sparse_combiner="sum",
+    ) -> None:  # fmt: skip
+        optimizer = _linear_optimizer(optimizer, feature_columns)
+        super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
+
+
+class LinearRegressor(_LinearRegressor):
+    """``tf.compat.v1.estimator.LinearRegressor`` (TF 1 defaults: Ftrl at 0.2, SUM)."""
+
+    def __init__(
+        self, feature_columns, model_dir=None, label_dimension=1, weight_column=None,
+        optimizer="Ftrl", config=None, partitioner=None, warm_start_from=None,
+        loss_reduction=_SUM, sparse_combiner="sum",
+    ) -> None:  # fmt: skip
+        optimizer = _linear_optimizer(optimizer, feature_columns)
+        super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
 
 
 class DNNClassifier(_DNNClassifier):
     """``tf.compat.v1.estimator.DNNClassifier`` (TF 1 defaults: Adagrad at 0.05, SUM)."""
 
     def __init__(
-        self,
-        hidden_units,
-        feature_columns,
-        model_dir=None,
-        n_classes=2,
-        weight_column=None,
-        label_vocabulary=None,
-        optimizer="Adagrad",
-        activation_fn=None,
-        dropout=None,
-        input_layer_partitioner=None,
-        config=None,
-        warm_start_from=None,
-        loss_reduction=_losses.Reduction.SUM,
-        batch_norm=False,
-    ) -> None:
-        del input_layer_partitioner
-        kwargs = {} if activation_fn is None else {"activation_fn": activation_fn}
-        super().__init__(
-            hidden_units,
-            feature_columns,
-            model_dir=model_dir,
-            n_classes=n_classes,
-            weight_column=weight_column,
-            label_vocabulary=label_vocabulary,
-            optimizer=optimizer_transform(optimizer, 0.05),
-            dropout=dropout,
-            config=config,
-            warm_start_from=warm_start_from,
-            loss_reduction=_reduction(loss_reduction),
-            batch_norm=batch_norm,
-            **kwargs,
-        )
+        self, hidden_units, feature_columns, model_dir=None, n_classes=2, weight_column=None,
+        label_vocabulary=None, optimizer="Adagrad", activation_fn=None, dropout=None,
+        input_layer_partitioner=None, config=None, warm_start_from=None,
+        loss_reduction=_SUM, batch_norm=False,
+    ) -> None:  # fmt: skip
+        optimizer = optimizer_transform(optimizer, 0.05)
+        super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
 
 
 class DNNRegressor(_DNNRegressor):
     """``tf.compat.v1.estimator.DNNRegressor`` (TF 1 defaults: Adagrad at 0.05, SUM)."""
 
     def __init__(
-        self,
-        hidden_units,
-        feature_columns,
-        model_dir=None,
-        label_dimension=1,
-        weight_column=None,
-        optimizer="Adagrad",
-        activation_fn=None,
-        dropout=None,
-        input_layer_partitioner=None,
-        config=None,
-        warm_start_from=None,
-        loss_reduction=_losses.Reduction.SUM,
-        batch_norm=False,
-    ) -> None:
-        del input_layer_partitioner
-        kwargs = {} if activation_fn is None else {"activation_fn": activation_fn}
-        super().__init__(
-            hidden_units,
-            feature_columns,
-            model_dir=model_dir,
-            label_dimension=label_dimension,
-            weight_column=weight_column,
-            optimizer=optimizer_transform(optimizer, 0.05),
-            dropout=dropout,
-            config=config,
-            warm_start_from=warm_start_from,
-            loss_reduction=_reduction(loss_reduction),
-            batch_norm=batch_norm,
-            **kwargs,
-        )
-
-
-def _combined_optimizers(linear_optimizer, linear_feature_columns, dnn_optimizer):
-    n = len(list(linear_feature_columns or ()))
-    linear_rate = min(0.005, 1.0 / math.sqrt(n)) if n else 0.005
-    return optimizer_transform(linear_optimizer, linear_rate), optimizer_transform(
-        dnn_optimizer, 0.001
-    )
+        self, hidden_units, feature_columns, model_dir=None, label_dimension=1,
+        weight_column=None, optimizer="Adagrad", activation_fn=None, dropout=None,
+        input_layer_partitioner=None, config=None, warm_start_from=None,
+        loss_reduction=_SUM, batch_norm=False,
+    ) -> None:  # fmt: skip
+        optimizer = optimizer_transform(optimizer, 0.05)
+        super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
 
 
 class DNNLinearCombinedClassifier(_DNNLinearCombinedClassifier):
-    """``tf.compat.v1.estimator.DNNLinearCombinedClassifier`` (TF 1 defaults)."""
+    """``tf.compat.v1.estimator.DNNLinearCombinedClassifier`` (TF 1 defaults: Ftrl at
+    ``min(0.005, 1/sqrt(n))``, Adagrad at 0.001, SUM)."""
 
     def __init__(
-        self,
-        model_dir=None,
-        linear_feature_columns=None,
-        linear_optimizer="Ftrl",
-        dnn_feature_columns=None,
-        dnn_optimizer="Adagrad",
-        dnn_hidden_units=None,
-        dnn_activation_fn=None,
-        dnn_dropout=None,
-        n_classes=2,
-        weight_column=None,
-        label_vocabulary=None,
-        input_layer_partitioner=None,
-        config=None,
-        warm_start_from=None,
-        loss_reduction=_losses.Reduction.SUM,
-        batch_norm=False,
+        self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl",
+        dnn_feature_columns=None, dnn_optimizer="Adagrad", dnn_hidden_units=None,
+        dnn_activation_fn=None, dnn_dropout=None, n_classes=2, weight_column=None,
+        label_vocabulary=None, input_layer_partitioner=None, config=None,
+        warm_start_from=None, loss_reduction=_SUM, batch_norm=False,
         linear_sparse_combiner="sum",
-    ) -> None:
-        del input_layer_partitioner
-        linear, dnn = _combined_optimizers(linear_optimizer, linear_feature_columns, dnn_optimizer)
-        kwargs = {} if dnn_activation_fn is None else {"dnn_activation_fn": dnn_activation_fn}
-        super().__init__(
-            model_dir=model_dir,
-            linear_feature_columns=linear_feature_columns,
-            linear_optimizer=linear,
-            dnn_feature_columns=dnn_feature_columns,
-            dnn_optimizer=dnn,
-            dnn_hidden_units=dnn_hidden_units,
-            dnn_dropout=dnn_dropout,
-            n_classes=n_classes,
-            weight_column=weight_column,
-            label_vocabulary=label_vocabulary,
-            config=config,
-            warm_start_from=warm_start_from,
-            loss_reduction=_reduction(loss_reduction),
-            batch_norm=batch_norm,
-            linear_sparse_combiner=linear_sparse_combiner,
-            **kwargs,
-        )
+    ) -> None:  # fmt: skip
+        optimizers = _combined(linear_optimizer, linear_feature_columns, dnn_optimizer)
+        super().__init__(**_v1_kwargs(locals(), optimizers))
 
 
 class DNNLinearCombinedRegressor(_DNNLinearCombinedRegressor):
-    """``tf.compat.v1.estimator.DNNLinearCombinedRegressor`` (TF 1 defaults)."""
+    """``tf.compat.v1.estimator.DNNLinearCombinedRegressor`` (TF 1 defaults, as the
+    classifier's)."""
 
     def __init__(
-        self,
-        model_dir=None,
-        linear_feature_columns=None,
-        linear_optimizer="Ftrl",
-        dnn_feature_columns=None,
-        dnn_optimizer="Adagrad",
-        dnn_hidden_units=None,
-        dnn_activation_fn=None,
-        dnn_dropout=None,
-        label_dimension=1,
-        weight_column=None,
-        input_layer_partitioner=None,
-        config=None,
-        warm_start_from=None,
-        loss_reduction=_losses.Reduction.SUM,
-        batch_norm=False,
-        linear_sparse_combiner="sum",
-    ) -> None:
-        del input_layer_partitioner
-        linear, dnn = _combined_optimizers(linear_optimizer, linear_feature_columns, dnn_optimizer)
-        kwargs = {} if dnn_activation_fn is None else {"dnn_activation_fn": dnn_activation_fn}
-        super().__init__(
-            model_dir=model_dir,
-            linear_feature_columns=linear_feature_columns,
-            linear_optimizer=linear,
-            dnn_feature_columns=dnn_feature_columns,
-            dnn_optimizer=dnn,
-            dnn_hidden_units=dnn_hidden_units,
-            dnn_dropout=dnn_dropout,
-            label_dimension=label_dimension,
-            weight_column=weight_column,
-            config=config,
-            warm_start_from=warm_start_from,
-            loss_reduction=_reduction(loss_reduction),
-            batch_norm=batch_norm,
-            linear_sparse_combiner=linear_sparse_combiner,
-            **kwargs,
-        )
+        self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl",
+        dnn_feature_columns=None, dnn_optimizer="Adagrad", dnn_hidden_units=None,
+        dnn_activation_fn=None, dnn_dropout=None, label_dimension=1, weight_column=None,
+        input_layer_partitioner=None, config=None, warm_start_from=None,
+        loss_reduction=_SUM, batch_norm=False, linear_sparse_combiner="sum",
+    ) -> None:  # fmt: skip
+        optimizers = _combined(linear_optimizer, linear_feature_columns, dnn_optimizer)
+        super().__init__(**_v1_kwargs(locals(), optimizers))
 
 
 class BaselineClassifier(_BaselineClassifier):
     """``tf.compat.v1.estimator.BaselineClassifier`` (TF 1 defaults: Ftrl at 0.3, SUM)."""
 
     def __init__(
-        self,
-        model_dir=None,
-        n_classes=2,
-        weight_column=None,
-        label_vocabulary=None,
-        optimizer="Ftrl",
-        config=None,
-        loss_reduction=_losses.Reduction.SUM,
-    ) -> None:
-        super().__init__(
-            model_dir=model_dir,
-            n_classes=n_classes,
-            weight_column=weight_column,
-            label_vocabulary=label_vocabulary,
-            optimizer=optimizer_transform(optimizer, 0.3),
-            config=config,
-            loss_reduction=_reduction(loss_reduction),
-        )
+        self, model_dir=None, n_classes=2, weight_column=None, label_vocabulary=None,
+        optimizer="Ftrl", config=None, loss_reduction=_SUM,
+    ) -> None:  # fmt: skip
+        optimizer = optimizer_transform(optimizer, 0.3)
+        super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
 
 
 class BaselineRegressor(_BaselineRegressor):
     """``tf.compat.v1.estimator.BaselineRegressor`` (TF 1 defaults: Ftrl at 0.3, SUM)."""
 
     def __init__(
-        self,
-        model_dir=None,
-        label_dimension=1,
-        weight_column=None,
-        optimizer="Ftrl",
-        config=None,
-        loss_reduction=_losses.Reduction.SUM,
-    ) -> None:
-        super().__init__(
-            model_dir=model_dir,
-            label_dimension=label_dimension,
-            weight_column=weight_column,
-            optimizer=optimizer_transform(optimizer, 0.3),
-            config=config,
-            loss_reduction=_reduction(loss_reduction),
-        )
+        self, model_dir=None, label_dimension=1, weight_column=None, optimizer="Ftrl",
+        config=None, loss_reduction=_SUM,
+    ) -> None:  # fmt: skip
+        optimizer = optimizer_transform(optimizer, 0.3)
+        super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
 
 
 class _FeatureColumns(types.ModuleType):
