@@ -199,3 +199,25 @@ def test_the_estimator_still_reads_any_as_numpy_iterator_dataset(tmp_path):
     estimator = est.Estimator(model_fn, str(tmp_path))
     estimator.train(lambda: RealDataset())
     assert estimator.get_variable_value("global_step") == 3
+
+
+def test_a_real_tf_data_pipeline_feeds_a_compat_program(tmp_path):
+    # Where TensorFlow is installed (it is not a dependency), an input_fn may keep returning
+    # a real tf.data.Dataset: the Estimator reads its as_numpy_iterator().
+    real_tf = pytest.importorskip("tensorflow")
+    x = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
+    y = (x.sum(1) > 0).astype(np.int32)
+
+    def model_fn(features, labels, mode):
+        logits = tf.layers.dense(features["x"], 2)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.AdagradOptimizer(0.5).minimize(loss)
+        accuracy = tf.metrics.accuracy(labels, tf.argmax(logits, 1))
+        return tf.estimator.EstimatorSpec(
+            mode, loss=loss, train_op=train_op, eval_metric_ops={"acc": accuracy}
+        )
+
+    estimator = tf.estimator.Estimator(model_fn, str(tmp_path))
+    data = real_tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+    estimator.train(lambda: data.shuffle(200).repeat().batch(20), steps=100)
+    assert estimator.evaluate(lambda: data.batch(50))["acc"] > 0.95

@@ -58,6 +58,31 @@ TF_NAMES = {
     "NumpyIterator Options TFRecordDataset TextLineDataset ThreadingOptions UNKNOWN_CARDINALITY "
     "experimental get_output_classes get_output_shapes get_output_types "
     "make_initializable_iterator make_one_shot_iterator",
+    "train": "AdadeltaOptimizer AdagradDAOptimizer AdagradOptimizer AdamOptimizer BytesList "
+    "Checkpoint CheckpointManager CheckpointOptions CheckpointSaverHook "
+    "CheckpointSaverListener ChiefSessionCreator ClusterDef ClusterSpec Coordinator Example "
+    "ExponentialMovingAverage Feature FeatureList FeatureLists Features FeedFnHook "
+    "FinalOpsHook FloatList FtrlOptimizer GlobalStepWaiterHook GradientDescentOptimizer "
+    "Int64List JobDef LoggingTensorHook LooperThread MomentumOptimizer MonitoredSession "
+    "MonitoredTrainingSession NanLossDuringTrainingError NanTensorHook NewCheckpointReader "
+    "Optimizer ProfilerHook ProximalAdagradOptimizer ProximalGradientDescentOptimizer "
+    "QueueRunner RMSPropOptimizer Saver SaverDef Scaffold SecondOrStepTimer SequenceExample "
+    "Server ServerDef SessionCreator SessionManager SessionRunArgs SessionRunContext "
+    "SessionRunHook SessionRunValues SingularMonitoredSession StepCounterHook StopAtStepHook "
+    "SummarySaverHook Supervisor SyncReplicasOptimizer VocabInfo WorkerSessionCreator "
+    "add_queue_runner assert_global_step basic_train_loop batch batch_join checkpoint_exists "
+    "checkpoints_iterator cosine_decay cosine_decay_restarts create_global_step "
+    "do_quantize_training_on_graphdef experimental exponential_decay export_meta_graph "
+    "generate_checkpoint_state_proto get_checkpoint_mtimes get_checkpoint_state "
+    "get_global_step get_or_create_global_step global_step import_meta_graph "
+    "init_from_checkpoint input_producer inverse_time_decay latest_checkpoint limit_epochs "
+    "linear_cosine_decay list_variables load_checkpoint load_variable match_filenames_once "
+    "maybe_batch maybe_batch_join maybe_shuffle_batch maybe_shuffle_batch_join "
+    "natural_exp_decay noisy_linear_cosine_decay piecewise_constant piecewise_constant_decay "
+    "polynomial_decay queue_runner range_input_producer remove_checkpoint "
+    "replica_device_setter sdca_fprint sdca_optimizer sdca_shrink_l1 shuffle_batch "
+    "shuffle_batch_join slice_input_producer start_queue_runners string_input_producer "
+    "summary_iterator update_checkpoint_state warm_start write_graph",
     "feature_column": "bucketized_column categorical_column_with_hash_bucket "
     "categorical_column_with_identity categorical_column_with_vocabulary_file "
     "categorical_column_with_vocabulary_list crossed_column embedding_column indicator_column "
@@ -131,6 +156,7 @@ def test_every_tf_name_is_provided_or_refused_with_a_hint(namespace):
         "summary": 5,
         "data": 4,
         "feature_column": 13,
+        "train": 41,
     }
     assert len(provided) >= minimum[namespace], (namespace, sorted(provided))
 

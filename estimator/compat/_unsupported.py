@@ -130,6 +130,33 @@ HINTS: dict[str, str] = {
     ),
 }
 
+_QUEUES = (
+    "TF 1's queue-based input is replaced by tf.data: return a tf.data.Dataset (or "
+    "tf.estimator.inputs.numpy_input_fn) from input_fn."
+)
+for _name in (
+    "batch batch_join shuffle_batch shuffle_batch_join maybe_batch maybe_batch_join "
+    "maybe_shuffle_batch maybe_shuffle_batch_join input_producer string_input_producer "
+    "range_input_producer slice_input_producer limit_epochs start_queue_runners "
+    "add_queue_runner QueueRunner queue_runner Coordinator match_filenames_once"
+).split():
+    HINTS[f"tf.train.{_name}"] = _QUEUES
+_EXAMPLES = (
+    "tf.Example protos are not built here: an export's parsing receiver "
+    "(tf.estimator.export.build_parsing_serving_input_receiver_fn) takes feature values "
+    "directly; write TFRecords with the tensorflow or protobuf package if you need them."
+)
+for _name in (
+    "Example SequenceExample Feature Features FeatureList FeatureLists BytesList FloatList "
+    "Int64List"
+).split():
+    HINTS[f"tf.train.{_name}"] = _EXAMPLES
+HINTS["tf.train.warm_start"] = HINTS["tf.train.init_from_checkpoint"]
+HINTS["tf.train.NewCheckpointReader"] = (
+    "Read checkpoints with tf.train.list_variables / tf.train.load_variable (or "
+    "estimator.Checkpointer)."
+)
+
 #: Replacements by namespace, for symbols under it that :data:`HINTS` does not list.
 PREFIX_HINTS: dict[str, str] = {
     "tf.contrib.": "tf.contrib is not part of TensorFlow 2.15; its replacement depends on the op.",

@@ -51,6 +51,7 @@ from estimator.hooks.session_run_hook import SessionRunHook as SessionRunHook
 from estimator.hooks.session_run_hook import SessionRunValues as SessionRunValues
 from estimator.model.variables import get_global_step as _get_global_step
 from estimator.summary import SummarySaverHook as SummarySaverHook
+from estimator.vocab_remap import VocabInfo as VocabInfo
 
 __all__ = [
     "Optimizer",
@@ -93,6 +94,7 @@ __all__ = [
     "GlobalStepWaiterHook",
     "FeedFnHook",
     "SecondOrStepTimer",
+    "VocabInfo",
 ]
 
 __getattr__ = module_getattr("tf.train", __name__)
