@@ -11,6 +11,8 @@ against TF 2.15.1.
     sess.run(tf.local_variables_initializer()); sess.run(update_op); print(sess.run(value))
 """
 
+import logging
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -356,3 +358,54 @@ def test_assign_updates_non_trainable_state(tmp_path):
 
     with pytest.raises(ValueError, match="the Estimator advances the global step by itself"):
         tf.estimator.Estimator(bad, str(tmp_path / "b")).train(lambda: {"x": X}, steps=1)
+
+
+def test_constant_with_a_shape_follows_tf1():
+    # TF 1's tf.constant: one value fills the shape, a shorter list is padded with its last
+    # value, a longer one is refused.
+    np.testing.assert_array_equal(tf.constant(1.0, shape=[2, 2]), np.ones((2, 2)))
+    np.testing.assert_array_equal(tf.constant([1, 2, 3, 4], shape=[2, 2]), [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(tf.constant([1, 2], shape=[2, 2]), [[1, 2], [2, 2]])
+    with pytest.raises(ValueError, match="Too many elements provided. Needed at most 2"):
+        tf.constant([1, 2, 3], shape=[2])
+
+
+def test_serving_input_receiver_fn_with_placeholders_exports(tmp_path):
+    def model_fn(features, labels, mode):
+        logits = tf.layers.dense(features["x"], 2, kernel_initializer=tf.ones_initializer())
+        predictions = {"probabilities": tf.nn.softmax(logits), "classes": tf.argmax(logits, 1)}
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            return tf.estimator.EstimatorSpec(mode, predictions=predictions)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.GradientDescentOptimizer(0.0).minimize(loss)
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def serving_input_receiver_fn():  # TF 1's form
+        x = tf.placeholder(dtype=tf.float32, shape=[None, 3], name="x")
+        return tf.estimator.export.ServingInputReceiver({"x": x}, {"x": x})
+
+    estimator = tf.estimator.Estimator(model_fn, str(tmp_path / "model"))
+    estimator.train(lambda: ({"x": np.ones((2, 3), np.float32)}, np.zeros(2, np.int32)), steps=1)
+    path = estimator.export_saved_model(str(tmp_path / "export"), serving_input_receiver_fn)
+    served = est.export.load(path).signatures["serving_default"]
+    out = served(x=np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 1.0]], np.float32))
+    # ones kernel, zero bias, learning rate 0: both logits equal, probabilities 1/2.
+    np.testing.assert_allclose(out["probabilities"], np.full((2, 2), 0.5), rtol=1e-6)
+
+
+def test_logging_goes_to_the_tensorflow_logger(caplog):
+    with caplog.at_level("INFO", logger="tensorflow"):
+        tf.logging.info("step %d", 3)
+        tf.logging.warn("careful")
+    assert [r.getMessage() for r in caplog.records if r.name == "tensorflow"] == [
+        "step 3",
+        "careful",
+    ]
+    before = {name: logging.getLogger(name).level for name in ("tensorflow", "estimator")}
+    try:
+        tf.logging.set_verbosity(tf.logging.ERROR)
+        assert tf.logging.get_verbosity() == tf.logging.ERROR == logging.ERROR
+        assert logging.getLogger("estimator").level == logging.ERROR  # the Estimator's too
+    finally:
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)

@@ -80,16 +80,29 @@ def _array(value: Any, dt=None):
 
 @op
 def constant(value, dtype=None, shape=None, name=None, verify_shape=False):
-    """``tf.constant``: an array of ``value`` (broadcast to ``shape`` when given)."""
+    """``tf.constant`` (TF 1): ``value`` as an array; with ``shape``, a single value fills it,
+    as many values as the shape holds are reshaped, fewer are padded with the last one.
+
+    Raises:
+      ValueError: more values than ``shape`` holds (TF's message).
+    """
     del verify_shape
-    dt = _dtype_of(dtype)
-    out = _array(value, dt)
-    if shape is not None:
-        shape = tuple(int(d) for d in shape)
-        out = xnp(out).broadcast_to(out, shape) if out.size == 1 or out.shape else out
-        if out.shape != shape:
-            out = xnp(out).reshape(out, shape)
-    return out
+    out = _array(value, _dtype_of(dtype))
+    if shape is None:
+        return out
+    shape = tuple(int(d) for d in np.ravel(shape))
+    module = xnp(out)
+    needed = int(np.prod(shape))
+    if out.size == 1:
+        return module.broadcast_to(out.reshape(()), shape)
+    if out.size > needed:
+        raise ValueError(
+            f"Too many elements provided. Needed at most {needed}, but received {out.size}"
+        )
+    flat = out.reshape(-1)
+    if out.size < needed:
+        flat = module.concatenate([flat, module.repeat(flat[-1:], needed - out.size)])
+    return flat.reshape(shape)
 
 
 @op
