@@ -103,20 +103,36 @@ def dense(
             f"The last dimension of the inputs to `Dense` should be defined. Found shape "
             f"{inputs.shape}."
         )
-    with variable_scope(_layer_name(name, "dense")):
+    dtype = inputs.dtype if jnp.issubdtype(inputs.dtype, jnp.floating) else jnp.float32
+    return _kernel_layer(
+        _layer_name(name, "dense"),
+        (inputs.shape[-1], units),
+        dtype,
+        lambda kernel: jnp.asarray(inputs, kernel.dtype) @ kernel,
+        activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+        bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint, trainable,
+    )  # fmt: skip
+
+
+def _kernel_layer(scope, kernel_shape, dtype, apply, activation, use_bias, kernel_initializer,
+                  bias_initializer, kernel_regularizer, bias_regularizer, activity_regularizer,
+                  kernel_constraint, bias_constraint, trainable) -> jax.Array:  # fmt: skip
+    """``activation(apply(kernel) + bias)`` with TF's ``<scope>/kernel`` and ``<scope>/bias``
+    (the bias as the kernel's last dimension; glorot-uniform and zero defaults)."""
+    with variable_scope(scope):
         kernel = get_variable(
             "kernel",
-            (inputs.shape[-1], units),
-            inputs.dtype if jnp.issubdtype(inputs.dtype, jnp.floating) else jnp.float32,
+            kernel_shape,
+            dtype,
             kernel_initializer or init.glorot_uniform_initializer(),
             kernel_regularizer,
             trainable,
         )
-        outputs = jnp.asarray(inputs, kernel.dtype) @ _constrained(kernel, kernel_constraint)
+        outputs = apply(_constrained(kernel, kernel_constraint))
         if use_bias:
             bias = get_variable(
                 "bias",
-                (units,),
+                (kernel_shape[-1],),
                 kernel.dtype,
                 bias_initializer or init.zeros_initializer(),
                 bias_regularizer,
@@ -331,36 +347,20 @@ def _conv(rank: int, default_name: str, inputs, filters, kernel_size, strides, p
             f"ndim={rank + 2}, found ndim={inputs.ndim}. Full shape received: {inputs.shape}"
         )
     window = _tuple(kernel_size, rank, "kernel_size")
-    with variable_scope(_layer_name(name, default_name)):
-        kernel = get_variable(
-            "kernel",
-            window + (inputs.shape[-1], filters),
-            jnp.float32,
-            kernel_initializer or init.glorot_uniform_initializer(),
-            kernel_regularizer,
-            trainable,
-        )
-        outputs = convolution.conv(
+    return _kernel_layer(
+        _layer_name(name, default_name),
+        window + (inputs.shape[-1], filters),
+        jnp.float32,
+        lambda kernel: convolution.conv(
             inputs.astype(kernel.dtype),
-            _constrained(kernel, kernel_constraint),
+            kernel,
             _tuple(strides, rank, "strides"),
             pad,
             _tuple(dilation_rate, rank, "dilation_rate"),
-        )
-        if use_bias:
-            bias = get_variable(
-                "bias",
-                (filters,),
-                jnp.float32,
-                bias_initializer or init.zeros_initializer(),
-                bias_regularizer,
-                trainable,
-            )
-            outputs = outputs + _constrained(bias, bias_constraint)
-    if activation is not None:
-        outputs = activation(outputs)
-    _activity(activity_regularizer, outputs)
-    return outputs
+        ),
+        activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+        bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint, trainable,
+    )  # fmt: skip
 
 
 def conv1d(
