@@ -12,7 +12,7 @@ the inputs are the module constants below)::
             tf.losses.log_loss(BIN_LABELS, PROBS, w, reduction=reduction)
             tf.losses.hinge_loss(BIN_LABELS, BIN_LOGITS, w, reduction=reduction)
             tf.losses.sigmoid_cross_entropy(BIN_LABELS, BIN_LOGITS, w, label_smoothing=0.1, ...)
-            tf.losses.softmax_cross_entropy(ONEHOT, LOGITS, w, label_smoothing=0.2, ...)  # W_VEC[:, 0]
+            tf.losses.softmax_cross_entropy(ONEHOT, LOGITS, w, label_smoothing=0.2)  # W_VEC[:, 0]
             tf.losses.sparse_softmax_cross_entropy(IDS, LOGITS, w, reduction=reduction)
     tf.losses.cosine_distance(tf.nn.l2_normalize(LOGITS, 1), tf.nn.l2_normalize(ONEHOT, 1), axis=1)
     tf.losses.mean_pairwise_squared_error([[1, 2, 3], [0, 1, 5]], [[1.5, 2, 2], [1, 1, 1]],
