@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 
+from estimator import convolution
 from estimator import initializers as init
 from estimator.model.rows import lookup_rows
 from estimator.model.variables import (
@@ -35,8 +36,11 @@ __all__ = [
     "dense",
     "dropout",
     "batch_normalization",
+    "conv1d",
     "conv2d",
+    "max_pooling1d",
     "max_pooling2d",
+    "average_pooling1d",
     "average_pooling2d",
     "flatten",
     "embedding_lookup",
@@ -99,20 +103,36 @@ def dense(
             f"The last dimension of the inputs to `Dense` should be defined. Found shape "
             f"{inputs.shape}."
         )
-    with variable_scope(_layer_name(name, "dense")):
+    dtype = inputs.dtype if jnp.issubdtype(inputs.dtype, jnp.floating) else jnp.float32
+    return _kernel_layer(
+        _layer_name(name, "dense"),
+        (inputs.shape[-1], units),
+        dtype,
+        lambda kernel: jnp.asarray(inputs, kernel.dtype) @ kernel,
+        activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+        bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint, trainable,
+    )  # fmt: skip
+
+
+def _kernel_layer(scope, kernel_shape, dtype, apply, activation, use_bias, kernel_initializer,
+                  bias_initializer, kernel_regularizer, bias_regularizer, activity_regularizer,
+                  kernel_constraint, bias_constraint, trainable) -> jax.Array:  # fmt: skip
+    """``activation(apply(kernel) + bias)`` with TF's ``<scope>/kernel`` and ``<scope>/bias``
+    (the bias as the kernel's last dimension; glorot-uniform and zero defaults)."""
+    with variable_scope(scope):
         kernel = get_variable(
             "kernel",
-            (inputs.shape[-1], units),
-            inputs.dtype if jnp.issubdtype(inputs.dtype, jnp.floating) else jnp.float32,
+            kernel_shape,
+            dtype,
             kernel_initializer or init.glorot_uniform_initializer(),
             kernel_regularizer,
             trainable,
         )
-        outputs = jnp.asarray(inputs, kernel.dtype) @ _constrained(kernel, kernel_constraint)
+        outputs = apply(_constrained(kernel, kernel_constraint))
         if use_bias:
             bias = get_variable(
                 "bias",
-                (units,),
+                (kernel_shape[-1],),
                 kernel.dtype,
                 bias_initializer or init.zeros_initializer(),
                 bias_regularizer,
@@ -288,25 +308,106 @@ def batch_normalization(
     return outputs
 
 
-def _pair(value, what: str) -> tuple[int, int]:
+def _tuple(value, n: int, what: str) -> tuple[int, ...]:
     if isinstance(value, int):
-        return (value, value)
+        return (value,) * n
     value = tuple(int(v) for v in value)
-    if len(value) != 2:
-        raise ValueError(f"The `{what}` argument must be a tuple of 2 integers. Received: {value}")
+    if len(value) != n:
+        noun = "integer" if n == 1 else "integers"
+        raise ValueError(f"The `{what}` argument must be a tuple of {n} {noun}. Received: {value}")
     return value
 
 
-def _check_format(data_format: str, padding: str) -> str:
+_LAYOUTS = {1: ("NWC", "(0, 2, 1)"), 2: ("NHWC", "(0, 2, 3, 1)")}
+
+
+def _check_format(data_format: str, padding: str, rank: int = 2) -> str:
     if data_format != "channels_last":
+        layout, perm = _LAYOUTS[rank]
         raise ValueError(
-            f"data_format={data_format!r} is not supported; use 'channels_last' (NHWC) and "
-            "transpose NCHW inputs with jnp.transpose(x, (0, 2, 3, 1))."
+            f"data_format={data_format!r} is not supported; use 'channels_last' ({layout}) and "
+            f"transpose channels-first inputs with jnp.transpose(x, {perm})."
         )
     padding = padding.upper()
     if padding not in ("VALID", "SAME"):
         raise ValueError(f"The `padding` argument must be 'valid' or 'same'. Received: {padding}")
     return padding
+
+
+def _conv(rank: int, default_name: str, inputs, filters, kernel_size, strides, padding,
+          data_format, dilation_rate, activation, use_bias, kernel_initializer,
+          bias_initializer, kernel_regularizer, bias_regularizer, activity_regularizer,
+          kernel_constraint, bias_constraint, trainable, name) -> jax.Array:  # fmt: skip
+    """The convolution layers of any rank: TF's variables, checks and messages."""
+    pad = _check_format(data_format, padding, rank)
+    inputs = jnp.asarray(inputs)
+    if inputs.ndim != rank + 2:
+        raise ValueError(
+            f"Input 0 of layer {default_name} is incompatible with the layer: expected "
+            f"ndim={rank + 2}, found ndim={inputs.ndim}. Full shape received: {inputs.shape}"
+        )
+    window = _tuple(kernel_size, rank, "kernel_size")
+    return _kernel_layer(
+        _layer_name(name, default_name),
+        window + (inputs.shape[-1], filters),
+        jnp.float32,
+        lambda kernel: convolution.conv(
+            inputs.astype(kernel.dtype),
+            kernel,
+            _tuple(strides, rank, "strides"),
+            pad,
+            _tuple(dilation_rate, rank, "dilation_rate"),
+        ),
+        activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+        bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint, trainable,
+    )  # fmt: skip
+
+
+def conv1d(
+    inputs: jax.typing.ArrayLike,
+    filters: int,
+    kernel_size: int | Sequence[int],
+    strides: int | Sequence[int] = 1,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    dilation_rate: int | Sequence[int] = 1,
+    activation: Callable | None = None,
+    use_bias: bool = True,
+    kernel_initializer=None,
+    bias_initializer=None,
+    kernel_regularizer=None,
+    bias_regularizer=None,
+    activity_regularizer=None,
+    kernel_constraint=None,
+    bias_constraint=None,
+    trainable: bool = True,
+    name: str | None = None,
+    reuse=None,
+) -> jax.Array:
+    """1-D convolution over ``[batch, width, channels]`` (``tf.compat.v1.layers.conv1d``).
+
+    Args:
+      inputs: ``[batch, width, channels]``.
+      filters: output channels.
+      kernel_size, strides, dilation_rate: an int or a 1-tuple.
+      padding: ``"valid"`` or ``"same"`` (TF's meaning).
+      data_format: only ``"channels_last"``.
+
+    Returns:
+      ``[batch, out_width, filters]``.
+
+    Variables:
+      ``<name>/kernel`` ``[kernel_size, channels, filters]``, ``<name>/bias`` ``[filters]``;
+      default name ``conv1d``, ``conv1d_1``, ...
+
+    Raises:
+      ValueError: inputs that are not 3-D (TF's message), a bad padding or data format.
+    """
+    del reuse
+    return _conv(1, "conv1d", inputs, filters, kernel_size, strides, padding, data_format,
+                 dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
+                 kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                 bias_constraint, trainable, name)  # fmt: skip
 
 
 def conv2d(
@@ -345,55 +446,45 @@ def conv2d(
     Variables:
       ``<name>/kernel`` ``[kh, kw, channels, filters]``, ``<name>/bias`` ``[filters]``;
       default name ``conv2d``, ``conv2d_1``, ...
+
+    Raises:
+      ValueError: inputs that are not 4-D (TF's message), a bad padding or data format.
     """
     del reuse
-    pad = _check_format(data_format, padding)
-    inputs = jnp.asarray(inputs)
-    if inputs.ndim != 4:
-        raise ValueError(
-            f"Input 0 of layer conv2d is incompatible with the layer: expected ndim=4, found "
-            f"ndim={inputs.ndim}. Full shape received: {inputs.shape}"
-        )
-    kh, kw = _pair(kernel_size, "kernel_size")
-    with variable_scope(_layer_name(name, "conv2d")):
-        kernel = get_variable(
-            "kernel",
-            (kh, kw, inputs.shape[-1], filters),
-            jnp.float32,
-            kernel_initializer or init.glorot_uniform_initializer(),
-            kernel_regularizer,
-            trainable,
-        )
-        outputs = jax.lax.conv_general_dilated(
-            inputs.astype(kernel.dtype),
-            _constrained(kernel, kernel_constraint),
-            window_strides=_pair(strides, "strides"),
-            padding=pad,
-            rhs_dilation=_pair(dilation_rate, "dilation_rate"),
-            dimension_numbers=("NHWC", "HWIO", "NHWC"),
-        )
-        if use_bias:
-            bias = get_variable(
-                "bias",
-                (filters,),
-                jnp.float32,
-                bias_initializer or init.zeros_initializer(),
-                bias_regularizer,
-                trainable,
-            )
-            outputs = outputs + _constrained(bias, bias_constraint)
-    if activation is not None:
-        outputs = activation(outputs)
-    _activity(activity_regularizer, outputs)
-    return outputs
+    return _conv(2, "conv2d", inputs, filters, kernel_size, strides, padding, data_format,
+                 dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
+                 kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                 bias_constraint, trainable, name)  # fmt: skip
 
 
-def _pool(inputs, pool_size, strides, padding, data_format, init_value, op):
-    pad = _check_format(data_format, padding)
+def _pool(rank, inputs, pool_size, strides, padding, data_format, init_value, op):
+    pad = _check_format(data_format, padding, rank)
     inputs = jnp.asarray(inputs)
-    ph, pw = _pair(pool_size, "pool_size")
-    sh, sw = _pair(strides, "strides")
-    return jax.lax.reduce_window(inputs, init_value, op, (1, ph, pw, 1), (1, sh, sw, 1), pad)
+    window = (1,) + _tuple(pool_size, rank, "pool_size") + (1,)
+    step = (1,) + _tuple(strides, rank, "strides") + (1,)
+    return jax.lax.reduce_window(inputs, init_value, op, window, step, pad)
+
+
+def _average(rank, inputs, pool_size, strides, padding, data_format):
+    # With "same" padding the mean is over the valid entries only, as TF.
+    total = _pool(rank, inputs, pool_size, strides, padding, data_format, 0.0, jax.lax.add)
+    ones = jnp.ones(jnp.shape(inputs)[:-1] + (1,), total.dtype)
+    count = _pool(rank, ones, pool_size, strides, padding, data_format, 0.0, jax.lax.add)
+    return total / count
+
+
+def max_pooling1d(
+    inputs,
+    pool_size,
+    strides,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
+) -> jax.Array:
+    """Max pooling over ``[batch, width, channels]`` (``tf.compat.v1.layers.max_pooling1d``;
+    ``pool_size`` and ``strides`` an int or a 1-tuple, no defaults, as TF)."""
+    del name
+    return _pool(1, inputs, pool_size, strides, padding, data_format, -jnp.inf, jax.lax.max)
 
 
 def max_pooling2d(
@@ -415,7 +506,22 @@ def max_pooling2d(
       ``[batch, out_height, out_width, channels]``.
     """
     del name
-    return _pool(inputs, pool_size, strides, padding, data_format, -jnp.inf, jax.lax.max)
+    return _pool(2, inputs, pool_size, strides, padding, data_format, -jnp.inf, jax.lax.max)
+
+
+def average_pooling1d(
+    inputs,
+    pool_size,
+    strides,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
+) -> jax.Array:
+    """Average pooling over ``[batch, width, channels]``
+    (``tf.compat.v1.layers.average_pooling1d``); with ``"same"`` padding the average is over
+    the valid entries only, as TF."""
+    del name
+    return _average(1, inputs, pool_size, strides, padding, data_format)
 
 
 def average_pooling2d(
@@ -429,10 +535,7 @@ def average_pooling2d(
     """Average pooling over NHWC inputs (``tf.compat.v1.layers.average_pooling2d``); with
     ``"same"`` padding the average is over the valid entries only, as TF."""
     del name
-    total = _pool(inputs, pool_size, strides, padding, data_format, 0.0, jax.lax.add)
-    ones = jnp.ones(jnp.shape(inputs)[:3] + (1,), total.dtype)
-    count = _pool(ones, pool_size, strides, padding, data_format, 0.0, jax.lax.add)
-    return total / count
+    return _average(2, inputs, pool_size, strides, padding, data_format)
 
 
 def flatten(

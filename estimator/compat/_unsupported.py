@@ -1,0 +1,230 @@
+"""What ``estimator.compat.v1`` says about a TF symbol it does not cover.
+
+Every namespace of the compat package (``tf``, ``tf.nn``, ``tf.train``, ...) ends in a
+module ``__getattr__`` made by :func:`module_getattr`: asking for a name it lacks raises
+:class:`UnsupportedSymbolError`, which names the TF symbol, says it is not supported and
+points to the replacement (:data:`HINTS`, then :data:`PREFIX_HINTS`, then a general
+pointer). It is an ``AttributeError`` (so ``hasattr``/``getattr(tf, name, default)`` keep
+working) and a ``NotImplementedError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+__all__ = ["UnsupportedSymbolError", "unsupported", "module_getattr", "hint_for"]
+
+_GENERAL = (
+    "Write that part with jax.numpy / jax.nn / optax / estimator directly (see the README's "
+    "'Porting' table); `python -m estimator.compat.check <program.py>` lists every TF symbol "
+    "a program uses and which are covered."
+)
+
+_NO_SESSION = (
+    "An Estimator program needs no graph or session: the Estimator traces model_fn and runs "
+    "the compiled steps itself."
+)
+
+_NO_SPARSE = "Sparse tensors are not provided: feature columns give ids as dense [batch, k]."
+
+#: Replacements for symbols that TF 1.x programs use and this package does not provide.
+HINTS: dict[str, str] = {
+    "tf.Session": _NO_SESSION,
+    "tf.InteractiveSession": _NO_SESSION,
+    "tf.Graph": _NO_SESSION,
+    "tf.get_default_graph": _NO_SESSION,
+    "tf.reset_default_graph": _NO_SESSION,
+    "tf.global_variables_initializer": (
+        "Variables are initialised by the Estimator from their get_variable initializers."
+    ),
+    "tf.local_variables_initializer": (
+        "Metrics keep no local variables: tf.metrics.* return streaming metrics that the "
+        "Estimator merges over the evaluation."
+    ),
+    "tf.tables_initializer": (
+        "Lookup tables run on the host: use feature columns (tf.feature_column.*), whose "
+        "vocabularies are applied in the input pipeline."
+    ),
+    "tf.Variable": (
+        "Create variables with tf.get_variable(name, shape, initializer=...) inside model_fn "
+        "(estimator.get_variable); their values live in the Estimator's state."
+    ),
+    "tf.py_func": "Call Python from traced code with jax.pure_callback.",
+    "tf.py_function": "Call Python from traced code with jax.pure_callback.",
+    "tf.numpy_function": "Call Python from traced code with jax.pure_callback.",
+    "tf.while_loop": (
+        "Use jax.lax.while_loop(cond_fun, body_fun, init_val) (one carry instead of "
+        "loop_vars), or jax.lax.fori_loop."
+    ),
+    "tf.case": "Use jax.lax.switch(index, branches) or nested tf.cond.",
+    "tf.train.Saver": (
+        "Checkpoints are written by the Estimator (RunConfig.save_checkpoints_steps / "
+        "keep_checkpoint_max) with orbax; read one with estimator.Checkpointer or "
+        "Estimator.get_variable_value."
+    ),
+    "tf.train.Scaffold": "Leave scaffold=None: initialisation and saving belong to the Estimator.",
+    "tf.train.MonitoredTrainingSession": _NO_SESSION + " Use Estimator.train with hooks.",
+    "tf.train.MonitoredSession": _NO_SESSION + " Use Estimator.train with hooks.",
+    "tf.train.ExponentialMovingAverage": (
+        "Keep an average as a non-trainable variable: avg = tf.get_variable(..., "
+        "trainable=False); tf.assign(avg, decay * avg + (1 - decay) * value); or use "
+        "optax.ema around the optimizer."
+    ),
+    "tf.train.init_from_checkpoint": (
+        "Use warm_start_from=tf.estimator.WarmStartSettings(ckpt_to_initialize_from, "
+        "vars_to_warm_start, var_name_to_prev_var_name) on the Estimator."
+    ),
+    "tf.train.SyncReplicasOptimizer": (
+        "Training is synchronous on a jax mesh already (RunConfig, TF_CONFIG); use the "
+        "optimizer alone."
+    ),
+    "tf.train.replica_device_setter": (
+        "There are no parameter servers: variables live on the training processes (see the "
+        "README's 'Running on several machines')."
+    ),
+    "tf.device": "Placement is jax's: the Estimator shards over RunConfig's mesh.",
+    "tf.estimator.tpu": "TPU Estimator is not provided; the Estimator runs on any jax backend.",
+    "tf.image": "Image ops: use jax.image (resize) and jax.numpy on NHWC arrays.",
+    "tf.strings": (
+        "Strings cannot enter traced code: process them on the host in the input pipeline "
+        "(NumPy) or with feature columns (tf.feature_column.*)."
+    ),
+    "tf.sparse": _NO_SPARSE,
+    "tf.SparseTensor": _NO_SPARSE,
+    "tf.io.parse_example": (
+        "tf.Example parsing: export with estimator.export.build_parsing_serving_input_receiver_fn "
+        "(serving) and feed features as arrays (training)."
+    ),
+    "tf.parse_example": (
+        "tf.Example parsing: export with estimator.export.build_parsing_serving_input_receiver_fn "
+        "(serving) and feed features as arrays (training)."
+    ),
+    "tf.data.TFRecordDataset": (
+        "TFRecord files: read them with grain.experimental.TFRecordIterDataset or convert to "
+        "arrays and use tf.data.Dataset.from_tensor_slices."
+    ),
+    "tf.estimator.inputs.pandas_input_fn": (
+        "Use tf.estimator.inputs.numpy_input_fn(dict(df), df.pop(label), ...) or "
+        "tf.data.Dataset.from_tensor_slices((dict(df), labels))."
+    ),
+    "tf.nn.rnn_cell": "Recurrent cells are not provided; write the cell with jax.lax.scan.",
+    "tf.nn.dynamic_rnn": "Recurrent layers are not provided; write the loop with jax.lax.scan.",
+    "tf.contrib.layers.fully_connected": (
+        "Use tf.layers.dense(inputs, num_outputs, activation=tf.nn.relu) (TF's own replacement)."
+    ),
+    "tf.app.flags": "Define flags with argparse, or absl.flags (absl-py) and absl.app.run.",
+    "tf.flags": "Define flags with argparse, or absl.flags (absl-py) and absl.app.run.",
+    "tf.data.Dataset.zip": "Zip the arrays before slicing: from_tensor_slices((a, b)).",
+    "tf.data.Dataset.padded_batch": "Pad the arrays with NumPy first, then batch.",
+    "tf.data.Dataset.make_one_shot_iterator": (
+        "Return the dataset itself from input_fn: the Estimator iterates it."
+    ),
+    "tf.data.Dataset.make_initializable_iterator": (
+        "Return the dataset itself from input_fn: the Estimator iterates it."
+    ),
+    "tf.data.make_one_shot_iterator": (
+        "Return the dataset itself from input_fn: the Estimator iterates it."
+    ),
+    "tf.contrib.layers.l2_regularizer": (
+        "Pass a function as the regularizer: kernel_regularizer=lambda w: scale * tf.nn.l2_loss(w)."
+    ),
+}
+
+_QUEUES = (
+    "TF 1's queue-based input is replaced by tf.data: return a tf.data.Dataset (or "
+    "tf.estimator.inputs.numpy_input_fn) from input_fn."
+)
+for _name in (
+    "batch batch_join shuffle_batch shuffle_batch_join maybe_batch maybe_batch_join "
+    "maybe_shuffle_batch maybe_shuffle_batch_join input_producer string_input_producer "
+    "range_input_producer slice_input_producer limit_epochs start_queue_runners "
+    "add_queue_runner QueueRunner queue_runner Coordinator match_filenames_once"
+).split():
+    HINTS[f"tf.train.{_name}"] = _QUEUES
+_EXAMPLES = (
+    "tf.Example protos are not built here: an export's parsing receiver "
+    "(tf.estimator.export.build_parsing_serving_input_receiver_fn) takes feature values "
+    "directly; write TFRecords with the tensorflow or protobuf package if you need them."
+)
+for _name in (
+    "Example SequenceExample Feature Features FeatureList FeatureLists BytesList FloatList "
+    "Int64List"
+).split():
+    HINTS[f"tf.train.{_name}"] = _EXAMPLES
+HINTS["tf.train.warm_start"] = HINTS["tf.train.init_from_checkpoint"]
+HINTS["tf.train.NewCheckpointReader"] = (
+    "Read checkpoints with tf.train.list_variables / tf.train.load_variable (or "
+    "estimator.Checkpointer)."
+)
+
+#: Replacements by namespace, for symbols under it that :data:`HINTS` does not list.
+PREFIX_HINTS: dict[str, str] = {
+    "tf.contrib.": "tf.contrib is not part of TensorFlow 2.15; its replacement depends on the op.",
+    "tf.keras.": (
+        "Keras models and layers are not provided: build the model in model_fn with "
+        "tf.layers.* (estimator.layers), or use Keras 3 on JAX outside the Estimator."
+    ),
+    "tf.compat.v2.": "Only the TF 1.x API (tf.compat.v1) is provided.",
+    "tf.distribute.": (
+        "Distribution is jax's: RunConfig(mesh=...) or TF_CONFIG (see the README's 'Running "
+        "on several machines')."
+    ),
+    "tf.saved_model.": (
+        "Export with Estimator.export_saved_model (a jax.export artifact) and load it with "
+        "estimator.export.load."
+    ),
+    "tf.tpu.": "TPU-specific APIs are not provided; the Estimator runs on any jax backend.",
+}
+
+
+class UnsupportedSymbolError(AttributeError, NotImplementedError):
+    """A TF symbol that ``estimator.compat.v1`` does not provide.
+
+    Attributes:
+      symbol: the TF name asked for, e.g. ``"tf.Session"``.
+    """
+
+    def __init__(self, symbol: str, message: str) -> None:
+        super().__init__(message)
+        self.symbol = symbol
+
+
+def hint_for(symbol: str) -> str:
+    """The replacement text for a TF symbol (exact, then by namespace, then general)."""
+    if symbol in HINTS:
+        return HINTS[symbol]
+    parts = symbol.split(".")
+    for end in range(len(parts) - 1, 0, -1):  # tf.image.resize -> the hint of tf.image
+        prefix = ".".join(parts[:end])
+        if prefix in HINTS and prefix != "tf":
+            return HINTS[prefix]
+    for prefix, text in PREFIX_HINTS.items():
+        if symbol.startswith(prefix) or symbol == prefix.rstrip("."):
+            return text
+    return _GENERAL
+
+
+def unsupported(symbol: str) -> UnsupportedSymbolError:
+    """The error for ``symbol`` (``"tf.Session"``): what is missing and what to use."""
+    return UnsupportedSymbolError(
+        symbol,
+        f"{symbol} is not supported by estimator.compat.v1 (TF 1.x's API on JAX, for "
+        f"Estimator programs). {hint_for(symbol)}",
+    )
+
+
+def module_getattr(tf_prefix: str, module_name: str) -> Callable[[str], object]:
+    """A module ``__getattr__`` raising :func:`unsupported` for names the module lacks.
+
+    Args:
+      tf_prefix: the TF name of the namespace, e.g. ``"tf.nn"``.
+      module_name: the module's ``__name__`` (for dunder look-ups, which stay plain
+        ``AttributeError``s: tools probe those).
+    """
+
+    def __getattr__(name: str):
+        if name.startswith("__") or name.startswith("_"):
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        raise unsupported(f"{tf_prefix}.{name}")
+
+    return __getattr__

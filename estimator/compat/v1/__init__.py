@@ -1,0 +1,167 @@
+"""``import estimator.compat.v1 as tf``: TF 1's API for Estimator programs, on JAX.
+
+Replace ``import tensorflow.compat.v1 as tf`` (or ``import tensorflow as tf`` in TF 1
+code, with ``import estimator.compat as tf``) and an Estimator program runs on jax-estimator
+unchanged::
+
+    import estimator.compat.v1 as tf
+
+    def my_model(features, labels, mode, params):
+        net = tf.feature_column.input_layer(features, params["feature_columns"])
+        net = tf.layers.dense(net, 10, activation=tf.nn.relu)
+        logits = tf.layers.dense(net, 3)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+        accuracy = tf.metrics.accuracy(labels=labels, predictions=tf.argmax(logits, 1))
+        tf.summary.scalar("accuracy", accuracy[1])
+        train_op = tf.train.AdagradOptimizer(0.1).minimize(
+            loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(
+            mode, loss=loss, train_op=train_op, eval_metric_ops={"accuracy": accuracy})
+
+It is a thin namespace of functions mapping TF 1 names, arguments and defaults onto
+``jax.numpy``, ``jax.nn``, optax and ``estimator``: no graph, no sessions, no tensors of
+its own (values are jax arrays; strings stay NumPy arrays on the host). What that changes
+for TF 1 code is said where it happens; the main points:
+
+* ``tf.shape(x)`` is static (a NumPy vector); ``x.get_shape()`` and other ``tf.Tensor``
+  methods do not exist on jax arrays (use ``x.shape``).
+* ``optimizer.minimize(loss)`` returns an optax transformation the Estimator applies
+  (``tf.train``); ``compute_gradients`` returns symbolic gradients.
+* ``tf.metrics.*`` return ``(value, update_op)`` pairs backed by streaming metrics.
+* ``control_dependencies`` / ``UPDATE_OPS`` are no-ops (batch norm updates itself).
+* A symbol outside the covered surface raises
+  :class:`~estimator.compat.UnsupportedSymbolError` naming it and its replacement;
+  ``python -m estimator.compat.check program.py`` lists what a program uses.
+
+**Layering.** TF's namespace includes canned estimators and feature columns
+(``tf.estimator.LinearClassifier``, ``tf.feature_column``), which live in ``canned``; and
+the core never imports ``canned`` (``canned`` builds on it). So those names resolve here
+lazily, by module path (``importlib.import_module("canned._compat_v1")``), the first time a
+program asks for one: importing this module imports nothing from ``canned``, and
+``canned`` stays a layer above (``tests/test_compat_namespace.py`` checks both).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import jax
+
+from estimator.compat._unsupported import UnsupportedSymbolError as UnsupportedSymbolError
+from estimator.compat._unsupported import module_getattr as _module_getattr
+from estimator.compat.v1 import _array_ops, _framework, _math_ops
+from estimator.compat.v1 import app as app
+from estimator.compat.v1 import data as data
+from estimator.compat.v1 import dtypes as dtypes
+from estimator.compat.v1 import estimator as estimator
+from estimator.compat.v1 import gfile as gfile
+from estimator.compat.v1 import initializers as initializers
+from estimator.compat.v1 import io as io
+from estimator.compat.v1 import layers as layers
+from estimator.compat.v1 import logging as logging
+from estimator.compat.v1 import losses as losses
+from estimator.compat.v1 import math as math
+from estimator.compat.v1 import metrics as metrics
+from estimator.compat.v1 import nn as nn
+from estimator.compat.v1 import random as random
+from estimator.compat.v1 import summary as summary
+from estimator.compat.v1 import train as train
+from estimator.compat.v1._graph import GraphKeys as GraphKeys
+from estimator.compat.v1._graph import add_to_collection as add_to_collection
+from estimator.compat.v1.data._readers import decode_csv as decode_csv
+from estimator.compat.v1.initializers import constant_initializer as constant_initializer
+from estimator.compat.v1.initializers import (
+    glorot_normal_initializer as glorot_normal_initializer,
+)
+from estimator.compat.v1.initializers import (
+    glorot_uniform_initializer as glorot_uniform_initializer,
+)
+from estimator.compat.v1.initializers import ones_initializer as ones_initializer
+from estimator.compat.v1.initializers import (
+    random_normal_initializer as random_normal_initializer,
+)
+from estimator.compat.v1.initializers import (
+    random_uniform_initializer as random_uniform_initializer,
+)
+from estimator.compat.v1.initializers import (
+    truncated_normal_initializer as truncated_normal_initializer,
+)
+from estimator.compat.v1.initializers import (
+    variance_scaling_initializer as variance_scaling_initializer,
+)
+from estimator.compat.v1.initializers import zeros_initializer as zeros_initializer
+from estimator.compat.v1.train._optimizers import gradients as gradients
+
+print = _framework.print_  # noqa: A001 (TF's names)
+tuple = _framework.tuple_  # noqa: A001
+
+#: ``tf.Tensor``: what ``isinstance(x, tf.Tensor)`` checks (jax arrays, traced ones too).
+Tensor = jax.Array
+
+# The ops of the private modules, under their TF names (``tf.reshape``, ``tf.reduce_mean``,
+# ``tf.get_variable``, ...): each module's ``__all__`` is its part of the namespace.
+_OPS = [_array_ops, _math_ops, _framework]
+for _module in _OPS:
+    for _name in _module.__all__:
+        if _name not in ("print_", "tuple_"):
+            globals()[_name] = getattr(_module, _name)
+for _name in dtypes.__all__:
+    globals()[_name] = getattr(dtypes, _name)
+
+_MODULES = [
+    "app",
+    "data",
+    "dtypes",
+    "estimator",
+    "feature_column",
+    "gfile",
+    "initializers",
+    "io",
+    "layers",
+    "logging",
+    "losses",
+    "math",
+    "metrics",
+    "nn",
+    "random",
+    "summary",
+    "train",
+]
+
+__all__ = sorted(
+    {
+        *_MODULES,
+        *(n for m in _OPS for n in m.__all__ if n not in ("print_", "tuple_")),
+        *dtypes.__all__,
+        "print",
+        "tuple",
+        "Tensor",
+        "GraphKeys",
+        "add_to_collection",
+        "decode_csv",
+        "gradients",
+        "UnsupportedSymbolError",
+        "constant_initializer",
+        "glorot_normal_initializer",
+        "glorot_uniform_initializer",
+        "ones_initializer",
+        "random_normal_initializer",
+        "random_uniform_initializer",
+        "truncated_normal_initializer",
+        "variance_scaling_initializer",
+        "zeros_initializer",
+    }
+)
+
+_unsupported_getattr = _module_getattr("tf", __name__)
+
+
+def __getattr__(name: str):
+    if name == "feature_column":
+        # Deferred by design (see the module docstring): canned is imported by path, here.
+        return importlib.import_module("canned._compat_v1").feature_column
+    return _unsupported_getattr(name)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,0 +1,108 @@
+"""What every compat op shares: TF's ``name=`` argument, dtypes, host (string) values.
+
+* ``name=``: in TF every op output is a named tensor that ``LoggingTensorHook`` can fetch
+  (``tf.nn.softmax(logits, name="softmax_tensor")``). :func:`op` gives each wrapped
+  function that behaviour: inside ``model_fn`` a given name registers the result with
+  ``estimator.identity``; outside (``input_fn``) it is ignored.
+* dtypes: TF's ``int64``/``float64`` become jax's default width (int32/float32) unless
+  ``jax_enable_x64`` is set, silently, as jax's own array creation does (:func:`dtype`).
+* strings: jax arrays hold numbers only. Ops that TF also runs on strings (``equal``,
+  ``reshape``, ``concat``, ...) run with NumPy when an input holds strings (``xnp``), so
+  input-pipeline code on string features keeps working.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from estimator.model import variables as _variables
+
+__all__ = ["op", "dtype", "xnp", "is_host", "named", "in_model_fn"]
+
+
+def in_model_fn() -> bool:
+    """Whether a ``model_fn`` is being run (variables, names and the global step exist)."""
+    return _variables.current_frame() is not None
+
+
+def named(value: Any, name: str | None) -> Any:
+    """Registers ``value`` under ``name`` for hooks when inside ``model_fn``; returns it."""
+    if name and in_model_fn() and _is_numeric(value):
+        _variables.identity(value, name)
+    return value
+
+
+def _is_numeric(value: Any) -> bool:
+    if isinstance(value, jax.Array):
+        return True
+    return isinstance(value, np.ndarray) and value.dtype.kind in "biufc"
+
+
+def op(function: Callable) -> Callable:
+    """Decorates a TF op: a ``name`` argument (keyword or positional) names the result."""
+    params = list(inspect.signature(function).parameters)
+    index = params.index("name") if "name" in params else None
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        result = function(*args, **kwargs)
+        name = kwargs.get("name")
+        if name is None and index is not None and len(args) > index:
+            name = args[index]
+        if name is not None:
+            named(result, name)
+        return result
+
+    return wrapper
+
+
+def dtype(value: Any) -> np.dtype | None:
+    """A TF dtype (``tf.float32``, ``"float32"``, ``np.int64``) as the dtype jax will use.
+
+    ``int64``/``float64``/``uint64``/``complex128`` narrow to 32 bits unless
+    ``jax_enable_x64`` is on; ``tf.string`` is NumPy's ``object``.
+    """
+    if value is None:
+        return None
+    if value is str or value is bytes:
+        return np.dtype(object)
+    dt = np.dtype(value)
+    if dt.kind in "OUS":
+        return np.dtype(object)
+    return np.dtype(jax.dtypes.canonicalize_dtype(dt))
+
+
+def is_host(*values: Any) -> bool:
+    """Whether any value holds strings or Python objects (which jax arrays cannot)."""
+    for value in values:
+        if isinstance(value, (str, bytes)):
+            return True
+        if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
+            return True
+        if isinstance(value, (list, tuple)) and value and is_host(*value):
+            return True
+    return False
+
+
+def xnp(*values: Any):
+    """``numpy`` when a value holds strings (host data), else ``jax.numpy``."""
+    return np if is_host(*values) else jnp
+
+
+def axis_arg(axis: Any, legacy: Any = None, legacy_name: str = "reduction_indices") -> Any:
+    """TF's ``axis`` with its deprecated alias (``reduction_indices``, ``dimension``)."""
+    if axis is not None and legacy is not None:
+        raise ValueError(f"Cannot specify both 'axis' and '{legacy_name}'.")
+    axis = legacy if axis is None else axis
+    if isinstance(axis, (list, tuple)):
+        return tuple(int(a) for a in axis)
+    if isinstance(axis, (np.ndarray, jax.Array)):
+        return tuple(int(a) for a in np.ravel(np.asarray(axis)))
+    return axis

@@ -1,0 +1,257 @@
+"""The columnar executor of ``tf.data``: whole batches gathered from in-memory arrays.
+
+It takes pipelines of the form ``source → [map | shuffle | repeat | take | skip | shard]*
+→ batch → [map | repeat | take | skip | shuffle]*`` whose source is in memory and whose
+element-wise maps jax can trace. The element stream before ``batch`` is an *index map*: a
+function from positions in the stream to rows of the source (shuffles are permutations of
+each pass, ``repeat`` concatenates passes, ``take``/``skip``/``shard`` select positions);
+element-wise maps commute with these and run once per batch, vectorized with ``jax.vmap``.
+Batch ``b`` is then rows ``index_map(b·B … b·B + B - 1)``: a grain ``MapDataset`` over batch
+numbers maps each to its batch, and the operations after ``batch`` are grain's.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grain
+import jax
+import numpy as np
+
+from estimator.compat.v1.data._pipeline import Op, Source, call_map, vectorizing
+
+__all__ = ["plan", "ColumnarPlan"]
+
+_INDEX_OPS = {"map", "shuffle", "repeat", "take", "skip", "shard"}
+_BATCH_OPS = {"map", "repeat", "take", "skip", "shuffle"}
+_READ = grain.ReadOptions(num_threads=0, prefetch_buffer_size=0)
+
+
+# ----- index maps ------------------------------------------------------------------------
+class _Rows:
+    """Positions are rows of the source."""
+
+    def __init__(self, n: int) -> None:
+        self.length = n
+
+    def __call__(self, positions: np.ndarray, path: tuple) -> np.ndarray:
+        return positions
+
+
+class _Shuffled:
+    """A random permutation of each pass of a finite parent (drawn anew per pass)."""
+
+    def __init__(self, parent, seed: int, reshuffle: bool) -> None:
+        self.parent = parent
+        self.length = parent.length
+        self.seed = seed
+        self.reshuffle = reshuffle
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019 (a few live passes per iterator)
+    def permutation(self, path: tuple) -> np.ndarray:
+        key = [self.seed, *path] if self.reshuffle else [self.seed]
+        return np.random.default_rng(key).permutation(self.length)
+
+    def __call__(self, positions, path):
+        return self.parent(self.permutation(path)[positions], path)
+
+
+class _Repeated:
+    """Passes of a finite parent, one after the other (``count`` None: forever)."""
+
+    def __init__(self, parent, count: int | None) -> None:
+        if parent.length is None:
+            raise _NotColumnar("repeat of an infinite stream")
+        self.parent = parent
+        self.count = count
+        self.length = None if count is None else parent.length * count
+
+    def __call__(self, positions, path):
+        if self.parent.length == 0:
+            return positions
+        passes, inner = np.divmod(positions, self.parent.length)
+        out = np.empty_like(positions)
+        for p in np.unique(passes):
+            mask = passes == p
+            out[mask] = self.parent(inner[mask], path + (int(p),))
+        return out
+
+
+class _Selected:
+    """Positions ``start + k·step`` of the parent, at most ``count`` of them."""
+
+    def __init__(self, parent, start: int, step: int, count: int | None) -> None:
+        self.parent = parent
+        self.start, self.step = start, step
+        available = None
+        if parent.length is not None:
+            available = max(0, -(-(parent.length - start) // step))
+        if count is None:
+            self.length = available
+        else:
+            self.length = count if available is None else min(count, available)
+
+    def __call__(self, positions, path):
+        return self.parent(self.start + positions * self.step, path)
+
+
+class _NotColumnar(Exception):
+    """The pipeline does not fit the columnar executor (internal)."""
+
+
+def _index_map(n: int, ops: list[Op], seed: int):
+    index = _Rows(n)
+    for position, op in enumerate(ops):
+        if op.kind == "shuffle":
+            buffer_size, op_seed, reshuffle = op.args
+            seed_value = hash((seed, position)) & 0x7FFFFFFF if op_seed is None else op_seed
+            if isinstance(index, _Repeated):  # shuffle after repeat: within each pass
+                index = _Repeated(_Shuffled(index.parent, seed_value, reshuffle), index.count)
+            elif index.length is None:
+                raise _NotColumnar("shuffle of an infinite stream")
+            else:
+                index = _Shuffled(index, seed_value, reshuffle)
+        elif op.kind == "repeat":
+            index = _Repeated(index, op.args[0])
+        elif op.kind == "take":
+            count = op.args[0]
+            index = index if count < 0 else _Selected(index, 0, 1, count)
+        elif op.kind == "skip":
+            count = op.args[0]
+            index = _Selected(index, 0, 1, 0) if count < 0 else _Selected(index, count, 1, None)
+        elif op.kind == "shard":
+            num, i = op.args
+            index = _Selected(index, i, num, None)
+    return index
+
+
+# ----- vectorized element maps ---------------------------------------------------------------
+def _is_numeric(tree: Any) -> bool:
+    return all(np.asarray(x).dtype.kind in "biufc" for x in jax.tree.leaves(tree))
+
+
+def _vectorize(fn: Callable, example: Any) -> Callable | None:
+    """``jit(vmap(fn))`` over a batch, or None when ``fn`` cannot be traced."""
+    if not _is_numeric(example):
+        return None
+
+    def one(element):
+        return call_map(fn, element)
+
+    batched = jax.jit(jax.vmap(one))
+    try:
+        with vectorizing():
+            out = jax.eval_shape(batched, example)
+    except Exception:  # noqa: BLE001 (anything jax cannot trace goes element by element)
+        return None
+    if not all(np.dtype(x.dtype).kind in "biufc" for x in jax.tree.leaves(out)):
+        return None
+    return batched
+
+
+class ColumnarPlan:
+    """A pipeline the columnar executor runs (see the module docstring)."""
+
+    def __init__(self, tree, index, maps, batch_size, drop_remainder, after, seed) -> None:
+        self.tree = tree
+        self.index = index
+        self.maps = maps
+        self.batch_size = batch_size
+        self.drop_remainder = drop_remainder
+        self.after = after
+        self.seed = seed
+
+    def _per_pass(self) -> int | None:
+        length = self.index.length
+        if length is None:
+            return None
+        if self.drop_remainder:
+            return length // self.batch_size
+        return -(-length // self.batch_size)
+
+    def _repeats_passes(self) -> bool:
+        # A repeat right after batch repeats whole passes, each with new shuffles (TF's
+        # reshuffle_each_iteration): it is run here, in the index space.
+        return bool(self.after) and self.after[0].kind == "repeat" and self.index.length is not None
+
+    def _batch(self, g: int, per_pass: int | None, repeated: bool):
+        p, b = (0, g) if per_pass is None or per_pass == 0 else divmod(g, per_pass)
+        start = b * self.batch_size
+        stop = start + self.batch_size
+        if self.index.length is not None:
+            stop = min(stop, self.index.length)
+        rows = self.index(np.arange(start, stop), (p,) if repeated else ())
+        element = jax.tree.map(lambda a: a[rows], self.tree)
+        for fn in self.maps:
+            element = jax.tree.map(np.asarray, fn(element))
+        return element
+
+    def dataset(self) -> grain.MapDataset:
+        per_pass = self._per_pass()
+        repeated = self._repeats_passes()
+        passes = self.after[0].args[0] if repeated else 1
+        after = self.after[1:] if repeated else self.after
+        if per_pass is None or passes is None:
+            total = sys.maxsize
+        else:
+            total = per_pass * passes
+        ds = grain.MapDataset.range(total).map(
+            functools.partial(self._batch, per_pass=per_pass, repeated=repeated)
+        )
+        for position, op in enumerate(after):
+            if op.kind == "map":
+                fn = op.args[0]
+                ds = ds.map(lambda e, fn=fn: jax.tree.map(np.asarray, call_map(fn, e)))
+            elif op.kind == "repeat":
+                if len(ds) != sys.maxsize:
+                    ds = ds.repeat(op.args[0])
+            elif op.kind == "take":
+                ds = ds if op.args[0] < 0 else ds.slice(slice(0, op.args[0]))
+            elif op.kind == "skip":
+                ds = ds.slice(slice(len(ds) if op.args[0] < 0 else op.args[0], None))
+            elif op.kind == "shuffle":
+                buffer_size, op_seed, _ = op.args
+                seed = hash((self.seed, "after", position)) & 0x7FFFFFFF
+                ds = grain.experimental.WindowShuffleMapDataset(
+                    ds, window_size=buffer_size, seed=seed if op_seed is None else op_seed
+                )
+        return ds
+
+    def iterator(self) -> Iterator:
+        return iter(self.dataset().to_iter_dataset(_READ))
+
+
+def plan(source: Source, ops: tuple[Op, ...], seed: int) -> ColumnarPlan | None:
+    """The columnar plan of a pipeline, or None when it needs the element executor."""
+    if source.kind != "slices":
+        return None
+    kinds = [op.kind for op in ops]
+    if kinds.count("batch") != 1:
+        return None
+    split = kinds.index("batch")
+    before, batch, after = list(ops[:split]), ops[split], list(ops[split + 1 :])
+    if any(op.kind not in _INDEX_OPS for op in before):
+        return None
+    if any(op.kind not in _BATCH_OPS for op in after):
+        return None
+    tree, n = source.value
+    try:
+        index = _index_map(n, [op for op in before if op.kind != "map"], seed)
+    except _NotColumnar:
+        return None
+    maps = []
+    example = jax.tree.map(lambda a: a[:1], tree)
+    for op in before:
+        if op.kind != "map":
+            continue
+        vectorized = _vectorize(op.args[0], example)
+        if vectorized is None:
+            return None
+        example = jax.eval_shape(vectorized, example)
+        example = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), example)
+        maps.append(vectorized)
+    batch_size, drop_remainder = batch.args
+    return ColumnarPlan(tree, index, maps, batch_size, drop_remainder, after, seed)

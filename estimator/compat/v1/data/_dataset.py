@@ -1,0 +1,239 @@
+"""``tf.data.Dataset``: a description of an input pipeline, run on grain.
+
+A :class:`Dataset` records its source and operations (TF's names and arguments) and runs
+them when iterated (``as_numpy_iterator()``, which is what the Estimator calls on what an
+``input_fn`` returns). Two executors, both built on grain (``grain.MapDataset`` /
+``grain.IterDataset``):
+
+* **columnar** (``_columnar``), for in-memory sources (``from_tensor_slices``,
+  ``from_tensors``, ``range``) batched once, with maps jax can trace: a grain
+  ``MapDataset`` whose elements are whole batches, gathered from the arrays with NumPy;
+  element-wise maps run once per batch through ``jax.vmap``. This is the usual TF 1
+  ``input_fn`` (``from_tensor_slices(...).shuffle(n).repeat().batch(b)``) and costs a few
+  microseconds per batch instead of tens per example.
+* **elements** (``_elements``), for everything else (generators, text files, filters,
+  maps on strings, ...): grain's element-wise ``map``/``filter``/``batch``, window shuffle
+  and limits.
+
+Both give TF's elements in TF's order of operations. Differences from ``tf.data``:
+
+* ``shuffle(buffer_size)``: the columnar executor draws a uniformly random order of each
+  pass over the data (TF's buffer gives that only when ``buffer_size`` covers the data);
+  the element executor shuffles within windows of ``buffer_size`` (grain's window
+  shuffle). ``shuffle`` after ``repeat`` shuffles within each pass. With ``seed=None`` the
+  order is still reproducible: seeds derive from ``tf.set_random_seed``'s value (default
+  0) and the operation's position, as TF's with a graph-level seed.
+* ``prefetch`` and ``num_parallel_calls`` are accepted and not needed (the Estimator
+  prefetches batches in the background); ``cache`` keeps nothing (sources are in memory).
+* A ``map`` that draws random numbers runs element by element (each element its own
+  draw, from NumPy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+import numpy as np
+
+from estimator.compat._unsupported import unsupported
+from estimator.compat.v1.data import _columnar, _elements
+from estimator.compat.v1.data._pipeline import Op, Source
+
+__all__ = ["Dataset", "AUTOTUNE", "set_default_seed"]
+
+AUTOTUNE = -1
+_SEED = {"value": 0}
+
+
+def set_default_seed(seed: int | None) -> None:
+    """The base of the shuffle seeds of datasets without ``seed`` (``tf.set_random_seed``)."""
+    _SEED["value"] = 0 if seed is None else int(seed)
+
+
+def _to_numpy(tree: Any) -> Any:
+    def leaf(x):
+        if isinstance(x, np.ndarray):
+            return x
+        array = np.asarray(x)
+        if array.dtype == np.float64 and isinstance(x, (float, list)):
+            array = array.astype(np.float32)  # Python floats are float32 tensors in TF
+        if array.dtype == np.int64 and isinstance(x, (int, list)):
+            array = array.astype(np.int32)
+        return array
+
+    return jax.tree.map(leaf, tree, is_leaf=lambda x: isinstance(x, list))
+
+
+def _length(tree: Any) -> int:
+    lengths = {int(np.shape(x)[0]) for x in jax.tree.leaves(tree)}
+    if len(lengths) != 1:
+        raise ValueError(
+            "Dimensions of the components of from_tensor_slices must agree: got first "
+            f"dimensions {sorted(lengths)}."
+        )
+    return lengths.pop()
+
+
+class Dataset:
+    """``tf.data.Dataset`` (TF 1.15/2.15 names and arguments), run on grain.
+
+    Build it with the static constructors, chain operations, and return it from an
+    ``input_fn``. See the module docstring for how it runs.
+    """
+
+    def __init__(self, source: Source, ops: tuple[Op, ...] = ()) -> None:
+        self._source = source
+        self._ops = ops
+
+    def _then(self, kind: str, *args) -> Dataset:
+        return Dataset(self._source, self._ops + (Op(kind, args),))
+
+    # ----- sources ------------------------------------------------------------------------
+    @staticmethod
+    def from_tensor_slices(tensors, name=None) -> Dataset:
+        """Elements are the slices of ``tensors`` (a tree of arrays) along the first axis.
+
+        Raises:
+          ValueError: components whose first dimensions differ (TF's check).
+        """
+        tree = _to_numpy(tensors)
+        n = _length(tree)
+        return Dataset(Source("slices", (tree, n)))
+
+    @staticmethod
+    def from_tensors(tensors, name=None) -> Dataset:
+        """One element: ``tensors``."""
+        tree = jax.tree.map(lambda x: x[None], _to_numpy(tensors))
+        return Dataset(Source("slices", (tree, 1)))
+
+    @staticmethod
+    def range(*args, output_type=np.int32, name=None) -> Dataset:  # noqa: A003 (TF's name)
+        """``Dataset.range([start,] stop[, step])``."""
+        values = np.arange(*args).astype(np.dtype(jax.dtypes.canonicalize_dtype(output_type)))
+        return Dataset(Source("slices", (values, len(values))))
+
+    @staticmethod
+    def from_generator(
+        generator: Callable,
+        output_types=None,
+        output_shapes=None,
+        args=None,
+        output_signature=None,
+        name=None,
+    ) -> Dataset:
+        """Elements from ``generator(*args)``, called anew for each pass. Values are
+        converted with NumPy (``output_types`` cast them when given)."""
+        call_args = tuple(args or ())
+
+        def make() -> Iterator:
+            for element in generator(*call_args):
+                yield _to_numpy(element)
+
+        return Dataset(Source("generator", make))
+
+    @staticmethod
+    def zip(datasets, name=None) -> Dataset:
+        raise unsupported("tf.data.Dataset.zip")
+
+    # ----- operations ---------------------------------------------------------------------
+    def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None) -> Dataset:
+        """Applies ``map_func`` to each element (a tuple element is passed as arguments)."""
+        return self._then("map", map_func)
+
+    def filter(self, predicate, name=None) -> Dataset:
+        """Keeps the elements for which ``predicate`` is true."""
+        return self._then("filter", predicate)
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None, name=None):
+        """Randomly shuffles the elements (see the module docstring for the order drawn).
+
+        Raises:
+          ValueError: ``buffer_size`` < 1 (AUTOTUNE is refused, as TF).
+        """
+        if int(buffer_size) < 1:
+            raise ValueError(f"buffer_size must be greater than zero, got {buffer_size}.")
+        reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
+        return self._then("shuffle", int(buffer_size), seed, reshuffle)
+
+    def repeat(self, count=None, name=None) -> Dataset:
+        """Repeats the dataset ``count`` times (None or -1: forever)."""
+        count = None if count is None or int(count) < 0 else int(count)
+        return self._then("repeat", count)
+
+    def batch(
+        self,
+        batch_size,
+        drop_remainder=False,
+        num_parallel_calls=None,
+        deterministic=None,
+        name=None,
+    ) -> Dataset:
+        """Stacks ``batch_size`` consecutive elements (the last batch may be smaller unless
+        ``drop_remainder``).
+
+        Raises:
+          ValueError: ``batch_size`` < 1.
+        """
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be greater than zero, got {batch_size}.")
+        return self._then("batch", int(batch_size), bool(drop_remainder))
+
+    def take(self, count, name=None) -> Dataset:
+        """The first ``count`` elements (-1: all)."""
+        return self._then("take", int(count))
+
+    def skip(self, count, name=None) -> Dataset:
+        """All but the first ``count`` elements (-1: none)."""
+        return self._then("skip", int(count))
+
+    def shard(self, num_shards, index, name=None) -> Dataset:
+        """Every ``num_shards``-th element from ``index`` on.
+
+        Raises:
+          ValueError: ``index`` outside ``[0, num_shards)``.
+        """
+        if not 0 <= int(index) < int(num_shards):
+            raise ValueError(f"index must be in [0, num_shards), got {index} of {num_shards}.")
+        return self._then("shard", int(num_shards), int(index))
+
+    def prefetch(self, buffer_size, name=None) -> Dataset:
+        """Accepted; the Estimator prefetches batches itself."""
+        return self
+
+    def cache(self, filename="", name=None) -> Dataset:
+        """Accepted; sources are already in memory (see the module docstring)."""
+        return self
+
+    def with_options(self, options, name=None) -> Dataset:
+        """Accepted and ignored."""
+        return self
+
+    def apply(self, transformation_func) -> Dataset:
+        """``transformation_func(self)``."""
+        return transformation_func(self)
+
+    def padded_batch(self, *args, **kwargs):
+        raise unsupported("tf.data.Dataset.padded_batch")
+
+    def make_one_shot_iterator(self):
+        raise unsupported("tf.data.Dataset.make_one_shot_iterator")
+
+    def make_initializable_iterator(self, shared_name=None):
+        raise unsupported("tf.data.Dataset.make_initializable_iterator")
+
+    # ----- running ------------------------------------------------------------------------
+    def as_numpy_iterator(self) -> Iterator:
+        """The elements as NumPy values, in order (what the Estimator reads)."""
+        plan = _columnar.plan(self._source, self._ops, _SEED["value"])
+        if plan is not None:
+            return plan.iterator()
+        return _elements.iterator(self._source, self._ops, _SEED["value"])
+
+    def __iter__(self) -> Iterator:
+        return self.as_numpy_iterator()
+
+    def __repr__(self) -> str:
+        ops = ".".join(op.kind for op in self._ops)
+        return f"<Dataset {self._source.kind}{'.' + ops if ops else ''}>"

@@ -1,0 +1,126 @@
+"""Text input for ``tf.data``: ``TextLineDataset`` and ``decode_csv``.
+
+``TextLineDataset(filenames)`` yields each line of each file (without its line break) as
+a bytes scalar, reading the files lazily in order, as TF's; ``.gz`` files (or
+``compression_type="GZIP"``) are decompressed. ``decode_csv`` parses one record or an
+array of records with Python's ``csv`` module into one array per column, typed by
+``record_defaults`` as TF's (a float default gives float32, an int int32, a string bytes).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from estimator.compat.v1.data._dataset import Dataset
+from estimator.compat.v1.data._pipeline import Source
+
+__all__ = ["TextLineDataset", "decode_csv"]
+
+
+def _open(path: str, compression_type: str | None):
+    if compression_type == "GZIP" or (compression_type is None and path.endswith(".gz")):
+        return gzip.open(path, "rb")
+    if compression_type not in (None, "", "GZIP"):
+        raise ValueError(
+            f"compression_type {compression_type!r} is not supported; use GZIP or None."
+        )
+    return open(path, "rb")  # noqa: SIM115 (closed by the generator)
+
+
+def TextLineDataset(  # noqa: N802 (TF's class name)
+    filenames, compression_type=None, buffer_size=None, num_parallel_reads=None, name=None
+) -> Dataset:
+    """``tf.data.TextLineDataset``: the lines of ``filenames`` (a path or a list), as bytes.
+
+    Raises:
+      ValueError: an unsupported compression type.
+    """
+    names = [filenames] if isinstance(filenames, (str, bytes)) else list(np.ravel(filenames))
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+
+    def lines() -> Iterator[np.ndarray]:
+        for path in names:
+            with _open(path, compression_type) as f:
+                for line in f:
+                    yield np.asarray(line.rstrip(b"\r\n"), dtype=object)
+
+    return Dataset(Source("generator", lines))
+
+
+def _typed(default: Sequence) -> tuple[type, object]:
+    if len(default) == 0:
+        return str, None
+    value = default[0]
+    if isinstance(value, (bytes, str, np.bytes_, np.str_)):
+        return bytes, value.encode() if isinstance(value, str) else bytes(value)
+    if isinstance(value, (bool, np.bool_)):
+        return bool, bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int, int(value)
+    return float, float(value)
+
+
+def decode_csv(
+    records,
+    record_defaults,
+    field_delim=",",
+    use_quote_delim=True,
+    name=None,
+    na_value="",
+    select_cols=None,
+) -> list[np.ndarray]:
+    """``tf.io.decode_csv``: one array per column, each of the records' shape.
+
+    Args:
+      records: a string (bytes or str) or an array of them.
+      record_defaults: one list per column: ``[default]`` (its type gives the column's), or
+        ``[]`` for a required column.
+      field_delim, use_quote_delim, na_value, select_cols: TF's meaning.
+
+    Returns:
+      ``[array]`` per selected column: float32, int32 (unless ``jax_enable_x64`` with
+      int64 defaults), bool or bytes (object) values.
+
+    Raises:
+      ValueError: a record with the wrong number of fields, or a missing value in a
+        required column (TF's messages).
+    """
+    array = np.asarray(records, dtype=object)
+    flat = [r.decode() if isinstance(r, bytes) else str(r) for r in array.ravel()]
+    types = [_typed(d) for d in record_defaults]
+    n_fields = len(types) if select_cols is None else max(select_cols) + 1
+    columns: list[list] = [[] for _ in types]
+    quoting = csv.QUOTE_MINIMAL if use_quote_delim else csv.QUOTE_NONE
+    for record in flat:
+        fields = next(csv.reader(io.StringIO(record), delimiter=field_delim, quoting=quoting), [""])
+        if select_cols is not None:
+            if len(fields) < n_fields:
+                raise ValueError(
+                    f"Expect {n_fields} fields but have {len(fields)} in record {record!r}"
+                )
+            fields = [fields[c] for c in select_cols]
+        if len(fields) != len(types):
+            raise ValueError(
+                f"Expect {len(types)} fields but have {len(fields)} in record {record!r}"
+            )
+        for i, (field, (kind, default)) in enumerate(zip(fields, types, strict=True)):
+            if field == "" or field == na_value:
+                if default is None:
+                    raise ValueError(f"Field {i} is required but missing in record {record!r}!")
+                columns[i].append(default)
+            elif kind is bytes:
+                columns[i].append(field.encode())
+            elif kind is bool:
+                columns[i].append(field.strip().lower() in ("1", "true"))
+            else:
+                columns[i].append(kind(field.strip()))
+    dtypes = {float: np.float32, int: np.int32, bool: np.bool_, bytes: object, str: object}
+    return [
+        np.asarray(col, dtype=dtypes[kind]).reshape(array.shape)
+        for col, (kind, _) in zip(columns, types, strict=True)
+    ]

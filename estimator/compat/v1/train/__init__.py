@@ -1,0 +1,143 @@
+"""``tf.train`` (TF 1.15's ``tf.compat.v1.train``): optimizers, learning-rate decays, the
+global step, session-run hooks and checkpoint helpers.
+
+Optimizers keep TF 1's defaults, update rules and slot names and return ``train_op`` s the
+Estimator applies (``_optimizers``); decays are TF's formulas of the global step
+(``_schedules``); hooks are the Estimator's own (same protocol and call order as TF's).
+"""
+
+from __future__ import annotations
+
+from estimator.checkpoint import latest_checkpoint as _latest_checkpoint
+from estimator.checkpoint import list_variables as _list_variables
+from estimator.checkpoint import load_variable as _load_variable
+from estimator.compat._unsupported import module_getattr
+from estimator.compat.v1.train._optimizers import AdadeltaOptimizer as AdadeltaOptimizer
+from estimator.compat.v1.train._optimizers import AdagradOptimizer as AdagradOptimizer
+from estimator.compat.v1.train._optimizers import AdamOptimizer as AdamOptimizer
+from estimator.compat.v1.train._optimizers import FtrlOptimizer as FtrlOptimizer
+from estimator.compat.v1.train._optimizers import (
+    GradientDescentOptimizer as GradientDescentOptimizer,
+)
+from estimator.compat.v1.train._optimizers import MomentumOptimizer as MomentumOptimizer
+from estimator.compat.v1.train._optimizers import Optimizer as Optimizer
+from estimator.compat.v1.train._optimizers import RMSPropOptimizer as RMSPropOptimizer
+from estimator.compat.v1.train._schedules import cosine_decay as cosine_decay
+from estimator.compat.v1.train._schedules import cosine_decay_restarts as cosine_decay_restarts
+from estimator.compat.v1.train._schedules import exponential_decay as exponential_decay
+from estimator.compat.v1.train._schedules import inverse_time_decay as inverse_time_decay
+from estimator.compat.v1.train._schedules import linear_cosine_decay as linear_cosine_decay
+from estimator.compat.v1.train._schedules import natural_exp_decay as natural_exp_decay
+from estimator.compat.v1.train._schedules import piecewise_constant as piecewise_constant
+from estimator.compat.v1.train._schedules import (
+    piecewise_constant_decay as piecewise_constant_decay,
+)
+from estimator.compat.v1.train._schedules import polynomial_decay as polynomial_decay
+from estimator.hooks.basic import CheckpointSaverHook as CheckpointSaverHook
+from estimator.hooks.basic import CheckpointSaverListener as CheckpointSaverListener
+from estimator.hooks.basic import FinalOpsHook as FinalOpsHook
+from estimator.hooks.basic import GlobalStepWaiterHook as GlobalStepWaiterHook
+from estimator.hooks.basic import LoggingTensorHook as LoggingTensorHook
+from estimator.hooks.basic import NanLossDuringTrainingError as NanLossDuringTrainingError
+from estimator.hooks.basic import NanTensorHook as NanTensorHook
+from estimator.hooks.basic import SecondOrStepTimer as SecondOrStepTimer
+from estimator.hooks.basic import StepCounterHook as StepCounterHook
+from estimator.hooks.basic import StopAtStepHook as StopAtStepHook
+from estimator.hooks.feed_fn import FeedFnHook as FeedFnHook
+from estimator.hooks.profiler import ProfilerHook as ProfilerHook
+from estimator.hooks.session_run_hook import SessionRunArgs as SessionRunArgs
+from estimator.hooks.session_run_hook import SessionRunContext as SessionRunContext
+from estimator.hooks.session_run_hook import SessionRunHook as SessionRunHook
+from estimator.hooks.session_run_hook import SessionRunValues as SessionRunValues
+from estimator.model.variables import get_global_step as _get_global_step
+from estimator.summary import SummarySaverHook as SummarySaverHook
+from estimator.vocab_remap import VocabInfo as VocabInfo
+
+__all__ = [
+    "Optimizer",
+    "GradientDescentOptimizer",
+    "MomentumOptimizer",
+    "AdagradOptimizer",
+    "AdamOptimizer",
+    "RMSPropOptimizer",
+    "AdadeltaOptimizer",
+    "FtrlOptimizer",
+    "exponential_decay",
+    "natural_exp_decay",
+    "inverse_time_decay",
+    "piecewise_constant",
+    "piecewise_constant_decay",
+    "polynomial_decay",
+    "cosine_decay",
+    "cosine_decay_restarts",
+    "linear_cosine_decay",
+    "get_global_step",
+    "get_or_create_global_step",
+    "create_global_step",
+    "latest_checkpoint",
+    "list_variables",
+    "load_variable",
+    "SessionRunHook",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunValues",
+    "LoggingTensorHook",
+    "StopAtStepHook",
+    "NanTensorHook",
+    "NanLossDuringTrainingError",
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
+    "StepCounterHook",
+    "SummarySaverHook",
+    "ProfilerHook",
+    "FinalOpsHook",
+    "GlobalStepWaiterHook",
+    "FeedFnHook",
+    "SecondOrStepTimer",
+    "VocabInfo",
+]
+
+__getattr__ = module_getattr("tf.train", __name__)
+
+
+def get_global_step(graph=None):
+    """``tf.train.get_global_step()``: the global step inside ``model_fn`` (a traced int32
+    scalar; TF's is an int64 variable), None outside it."""
+    del graph
+    return _get_global_step()
+
+
+def get_or_create_global_step(graph=None):
+    """``tf.train.get_or_create_global_step()``: the same as :func:`get_global_step` (the
+    Estimator always has one)."""
+    del graph
+    return _get_global_step()
+
+
+def create_global_step(graph=None):
+    """``tf.train.create_global_step()``: the Estimator's global step."""
+    del graph
+    return _get_global_step()
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None):
+    """``tf.train.latest_checkpoint``: the newest checkpoint directory under
+    ``checkpoint_dir`` (``<dir>/model.ckpt_<step>``), or None."""
+    del latest_filename
+    return _latest_checkpoint(checkpoint_dir)
+
+
+def _checkpoint(ckpt_dir_or_file):
+    path = _latest_checkpoint(ckpt_dir_or_file)
+    return path if path is not None else ckpt_dir_or_file
+
+
+def list_variables(ckpt_dir_or_file):
+    """``tf.train.list_variables``: ``[(name, shape)]`` of a checkpoint or of the latest
+    one in a directory."""
+    return _list_variables(_checkpoint(ckpt_dir_or_file))
+
+
+def load_variable(ckpt_dir_or_file, name):
+    """``tf.train.load_variable``: one variable's value as a NumPy array."""
+    return _load_variable(_checkpoint(ckpt_dir_or_file), name.removesuffix(":0"))

@@ -1,0 +1,223 @@
+"""``estimator.compat.v1.data``: ``tf.data`` semantics on grain, both executors.
+
+Expected element sequences are TF's rules worked by hand (``repeat`` concatenates passes,
+``batch`` cuts the stream, so a batch spans a pass boundary unless ``batch`` comes first;
+``take``/``skip``/``shard`` select positions).
+"""
+
+import gzip
+
+import numpy as np
+import pytest
+
+import estimator as est
+import estimator.compat.v1 as tf
+from estimator.compat.v1.data import _columnar
+
+
+def _elements(dataset):
+    return list(dataset.as_numpy_iterator())
+
+
+def _columnar_plan(dataset):
+    return _columnar.plan(dataset._source, dataset._ops, 0)
+
+
+def _batches(dataset):
+    return [np.asarray(b).tolist() for b in _elements(dataset)]
+
+
+def _gen_range(n):
+    # The same elements as Dataset.range(n), through the element executor.
+    return tf.data.Dataset.from_generator(lambda: iter(range(n)))
+
+
+@pytest.mark.parametrize("source", [tf.data.Dataset.range, _gen_range], ids=["columnar", "grain"])
+def test_batching_repeat_take_skip_shard_follow_tf(source):
+    # 0..4 twice, cut in 3s: the second batch spans the pass boundary.
+    assert _batches(source(5).repeat(2).batch(3)) == [[0, 1, 2], [3, 4, 0], [1, 2, 3], [4]]
+    # batch first: each pass keeps its partial batch.
+    assert _batches(source(5).batch(3).repeat(2)) == [[0, 1, 2], [3, 4], [0, 1, 2], [3, 4]]
+    assert _batches(source(5).batch(3, drop_remainder=True).repeat(2)) == [[0, 1, 2], [0, 1, 2]]
+    assert _batches(source(10).skip(2).take(5).batch(2)) == [[2, 3], [4, 5], [6]]
+    assert _batches(source(10).shard(3, 1).batch(10)) == [[1, 4, 7]]
+    assert _batches(source(4).repeat().take(6).batch(4)) == [[0, 1, 2, 3], [0, 1]]
+    assert _batches(source(4).batch(2).repeat().take(3)) == [[0, 1], [2, 3], [0, 1]]
+    assert _batches(source(4).batch(3).skip(1)) == [[3]]
+
+
+def test_the_usual_input_fn_runs_columnar_and_keeps_tfs_structure():
+    features = {"a": np.arange(6, dtype=np.float32), "b": np.array(list("uvwxyz"))}
+    labels = np.arange(6, dtype=np.int32) % 2
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels)).batch(4)
+    assert _columnar_plan(dataset.shuffle(10).repeat()) is not None
+    first, second = _elements(dataset)
+    assert isinstance(first, tuple) and set(first[0]) == {"a", "b"}
+    np.testing.assert_array_equal(first[0]["a"], [0, 1, 2, 3])
+    np.testing.assert_array_equal(second[0]["b"], ["y", "z"])
+    np.testing.assert_array_equal(second[1], [0, 1])
+    # Python lists of floats are float32 tensors in TF, ints int32.
+    (element,) = _elements(tf.data.Dataset.from_tensor_slices({"x": [1.5, 2.5]}).batch(2))
+    assert element["x"].dtype == np.float32
+
+
+def test_shuffle_draws_a_new_order_each_pass_reproducibly():
+    dataset = tf.data.Dataset.range(20).shuffle(20).repeat(3).batch(20)
+    passes = _batches(dataset)
+    assert all(sorted(p) == list(range(20)) for p in passes)
+    assert passes[0] != passes[1] != passes[2]
+    assert _batches(dataset) == passes  # reproducible without a seed (the default seed)
+    fixed = _batches(
+        tf.data.Dataset.range(20).shuffle(20, seed=3, reshuffle_each_iteration=False).repeat(2)
+        .batch(20)
+    )  # fmt: skip
+    assert fixed[0] == fixed[1] != list(range(20))
+    tf.set_random_seed(7)
+    try:
+        assert _batches(dataset) != passes
+    finally:
+        tf.set_random_seed(0)
+    # The element executor (grain's window shuffle) also permutes within each pass.
+    grain_passes = _batches(_gen_range(20).shuffle(20).repeat(2).batch(20))
+    assert all(sorted(p) == list(range(20)) for p in grain_passes)
+    assert grain_passes[0] != grain_passes[1]
+
+
+def test_vectorized_maps_equal_element_maps():
+    def f(x):
+        return {"x": tf.cast(x, tf.float32) * 2.0 + 1.0, "even": tf.equal(x % 2, 0)}
+
+    columnar = tf.data.Dataset.range(7).map(f).batch(3)
+    grain = _gen_range(7).map(f).batch(3)
+    assert _columnar_plan(columnar) is not None and _columnar_plan(grain) is None
+    for a, b in zip(_elements(columnar), _elements(grain), strict=True):
+        np.testing.assert_allclose(a["x"], b["x"])
+        np.testing.assert_array_equal(a["even"], b["even"])
+    # A tuple element is passed as arguments, as TF's map does.
+    pairs = tf.data.Dataset.from_tensor_slices((np.arange(4.0), np.arange(4) % 2))
+    (batch,) = _elements(pairs.map(lambda x, y: (x + y, y)).batch(4))
+    np.testing.assert_allclose(batch[0], [0.0, 2.0, 2.0, 4.0])
+
+
+def test_maps_jax_cannot_vectorize_run_element_by_element():
+    words = tf.data.Dataset.from_tensor_slices(
+        (np.array([b"a", b"b", b"a"], dtype=object), [1, 2, 3])
+    )
+    dataset = words.map(lambda w, n: (tf.equal(w, b"a"), n)).batch(3)
+    assert _columnar_plan(dataset) is None  # strings: grain's element-wise map
+    (batch,) = _elements(dataset)
+    np.testing.assert_array_equal(batch[0], [True, False, True])
+    noisy = tf.data.Dataset.range(50).map(
+        lambda x: tf.random_uniform([]) + 0.0 * tf.cast(x, tf.float32)
+    )
+    assert _columnar_plan(noisy.batch(50)) is None  # random ops: each element its own draw
+    (draws,) = _elements(noisy.batch(50))
+    assert len(set(np.round(draws, 6).tolist())) > 40
+
+
+def test_filter_and_map_after_batch():
+    dataset = tf.data.Dataset.range(10).filter(lambda x: x % 3 == 0).batch(2)
+    assert _batches(dataset) == [[0, 3], [6, 9]]
+    doubled = tf.data.Dataset.range(4).batch(2).map(lambda b: b * 10)
+    assert _batches(doubled) == [[0, 10], [20, 30]]
+
+
+def test_text_lines_and_decode_csv(tmp_path):
+    path = tmp_path / "rows.csv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write('age,city,score\n30,Oslo,1.5\n,Rome,\n41,"Lima, PE",-2\n')
+    defaults = [[0], [""], [0.0]]
+
+    def parse(line):
+        age, city, score = tf.decode_csv(line, record_defaults=defaults)
+        return {"age": age, "city": city}, score
+
+    dataset = tf.data.TextLineDataset(str(path)).skip(1).map(parse).batch(3)
+    features, scores = _elements(dataset)[0]
+    np.testing.assert_array_equal(features["age"], [30, 0, 41])
+    np.testing.assert_array_equal(features["city"], [b"Oslo", b"Rome", b"Lima, PE"])
+    np.testing.assert_allclose(scores, [1.5, 0.0, -2.0])
+    assert scores.dtype == np.float32
+    with pytest.raises(ValueError, match="Expect 3 fields but have 2"):
+        tf.decode_csv(b"1,2", record_defaults=defaults)
+    with pytest.raises(ValueError, match="Field 0 is required but missing"):
+        tf.io.decode_csv([b",a,1.0"], record_defaults=[[], [""], [0.0]])
+
+
+def test_dataset_argument_errors_and_unsupported_ops():
+    with pytest.raises(ValueError, match="batch_size must be greater than zero"):
+        tf.data.Dataset.range(3).batch(0)
+    with pytest.raises(ValueError, match="buffer_size must be greater than zero"):
+        tf.data.Dataset.range(3).shuffle(tf.data.experimental.AUTOTUNE)
+    with pytest.raises(ValueError, match="first dimensions .* must agree|must agree"):
+        tf.data.Dataset.from_tensor_slices((np.zeros(3), np.zeros(4)))
+    with pytest.raises(tf.UnsupportedSymbolError, match="Return the dataset itself from input_fn"):
+        tf.data.Dataset.range(3).make_one_shot_iterator()
+    with pytest.raises(tf.UnsupportedSymbolError, match="TFRecord files"):
+        tf.data.TFRecordDataset("x.tfrecord")
+
+
+def test_an_estimator_trains_and_counts_every_example_from_a_dataset(tmp_path):
+    x = np.arange(10, dtype=np.float32)[:, None]
+
+    def input_fn(training):
+        dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, 2.0 * x[:, 0]))
+        if training:
+            dataset = dataset.shuffle(10).repeat()
+        return dataset.batch(4)
+
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [1, 1], initializer=tf.zeros_initializer())
+        pred = tf.squeeze(tf.matmul(features["x"], w), 1)
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            return tf.estimator.EstimatorSpec(mode, predictions=pred)
+        loss = tf.losses.mean_squared_error(labels, pred)
+        train_op = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+        metrics = {"n": tf.metrics.mean(tf.ones_like(pred), weights=tf.ones_like(pred))}
+        return tf.estimator.EstimatorSpec(
+            mode, loss=loss, train_op=train_op, eval_metric_ops=metrics, predictions=pred
+        )
+
+    estimator = tf.estimator.Estimator(model_fn, str(tmp_path))
+    estimator.train(lambda: input_fn(True), steps=200)
+    np.testing.assert_allclose(estimator.get_variable_value("w"), [[2.0]], rtol=1e-3)
+    assert len(list(estimator.predict(lambda: input_fn(False)))) == 10  # 4 + 4 + 2
+
+
+def test_the_estimator_still_reads_any_as_numpy_iterator_dataset(tmp_path):
+    # What a real tf.data.Dataset offers (TensorFlow is not installed here).
+    class RealDataset:
+        def as_numpy_iterator(self):
+            return iter([({"x": np.ones((2, 1), np.float32)}, np.ones(2, np.float32))] * 3)
+
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [1, 1], initializer=tf.zeros_initializer())
+        loss = tf.losses.mean_squared_error(labels, tf.squeeze(tf.matmul(features["x"], w), 1))
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    estimator = est.Estimator(model_fn, str(tmp_path))
+    estimator.train(lambda: RealDataset())
+    assert estimator.get_variable_value("global_step") == 3
+
+
+def test_a_real_tf_data_pipeline_feeds_a_compat_program(tmp_path):
+    # Where TensorFlow is installed (it is not a dependency), an input_fn may keep returning
+    # a real tf.data.Dataset: the Estimator reads its as_numpy_iterator().
+    real_tf = pytest.importorskip("tensorflow")
+    x = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
+    y = (x.sum(1) > 0).astype(np.int32)
+
+    def model_fn(features, labels, mode):
+        logits = tf.layers.dense(features["x"], 2)
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.AdagradOptimizer(0.5).minimize(loss)
+        accuracy = tf.metrics.accuracy(labels, tf.argmax(logits, 1))
+        return tf.estimator.EstimatorSpec(
+            mode, loss=loss, train_op=train_op, eval_metric_ops={"acc": accuracy}
+        )
+
+    estimator = tf.estimator.Estimator(model_fn, str(tmp_path))
+    data = real_tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+    estimator.train(lambda: data.shuffle(200).repeat().batch(20), steps=100)
+    assert estimator.evaluate(lambda: data.batch(50))["acc"] > 0.95
