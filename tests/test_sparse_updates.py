@@ -302,3 +302,32 @@ def test_sharded_tables_update_rows_as_replicated_ones(tmp_path):
     train(sharded, fn=embedding_input(1))
     assert row_tables(sharded) == ("embedding/table",)
     assert_same_variables(single, sharded, rtol=1e-5)
+
+
+def test_tf1_optimizers_update_looked_up_rows_as_tfs_sparse_kernels(tmp_path):
+    # TF 1 code through estimator.compat.v1: tf.nn.embedding_lookup trained by
+    # AdagradOptimizer.minimize gets the row updates; MomentumOptimizer stays dense.
+    import estimator.compat.v1 as tf
+
+    class DenseAdagrad(tf.train.AdagradOptimizer):
+        row_wise = False  # the same rule, updated densely: the reference
+
+    def model_fn(features, labels, mode, params):
+        table = tf.get_variable("embedding", [20, 3], initializer=tf.random_normal_initializer())
+        logits = tf.reduce_sum(tf.nn.embedding_lookup(table, features["ids"]), axis=[1, 2])
+        loss = tf.reduce_mean(tf.square(logits - labels))
+        train_op = params["opt"]().minimize(loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def run(name, opt):
+        e = est.Estimator(
+            model_fn, str(tmp_path / name), est.RunConfig(tf_random_seed=5), params={"opt": opt}
+        )
+        return train(e, fn=embedding_input(2))
+
+    sparse = run("adagrad", lambda: tf.train.AdagradOptimizer(0.1))
+    plain = run("dense", lambda: DenseAdagrad(0.1))
+    momentum = run("momentum", lambda: tf.train.MomentumOptimizer(0.1, 0.9))
+    assert row_tables(sparse) == ("embedding",)
+    assert row_tables(plain) == () and row_tables(momentum) == ()
+    assert_same_variables(sparse, plain)

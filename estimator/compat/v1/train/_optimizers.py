@@ -116,6 +116,11 @@ class Optimizer:
     GATE_OP = 1
     GATE_GRAPH = 2
 
+    #: Whether a row's update depends on that row alone (its gradient, value and slots), so
+    #: a table read through lookups may be updated in the looked-up rows only, as TF's
+    #: sparse kernels do (``est.sparse_updates``): gradient descent, Adagrad, FTRL.
+    row_wise = False
+
     def __init__(self, use_locking: bool, name: str) -> None:
         if not name:
             raise ValueError("Must specify the optimizer name")
@@ -250,6 +255,8 @@ class Optimizer:
 class GradientDescentOptimizer(Optimizer):
     """``tf.compat.v1.train.GradientDescentOptimizer``: ``w -= lr g``."""
 
+    row_wise = True
+
     def __init__(self, learning_rate, use_locking=False, name="GradientDescent") -> None:
         super().__init__(use_locking, name)
         self._learning_rate = learning_rate
@@ -294,6 +301,8 @@ class AdagradOptimizer(Optimizer):
     Raises:
       ValueError: ``initial_accumulator_value <= 0`` (TF's message).
     """
+
+    row_wise = True
 
     def __init__(
         self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"
@@ -478,6 +487,8 @@ class FtrlOptimizer(Optimizer):
     Raises:
       ValueError: arguments out of range (messages as ``canned.ftrl``'s).
     """
+
+    row_wise = True
 
     def __init__(
         self,

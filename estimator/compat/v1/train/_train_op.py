@@ -175,8 +175,20 @@ def make_train_op(applications: Sequence[Application]) -> TrainOp:
                 new_state[tf_name] = finished[key]
         return updates, new_state or _EMPTY
 
+    def row_wise(name: str) -> bool:
+        # A table in the looked-up rows only (est.sparse_updates): when the optimizer
+        # applied to it updates row by row from its own gradient (minimize, or
+        # apply_gradients of the plain gradients).
+        return any(
+            app.optimizer.row_wise
+            and app.gradients is None
+            and (app.names is None or name in app.names)
+            for app in applications
+        )
+
     op = TrainOp(init, update)
     op.applications = applications
+    op.row_wise = row_wise
     return op
 
 
