@@ -162,7 +162,7 @@ class Runtime:
         """When the input's last batch is known to be shorter (``numpy_input_fn``), compiles
         its program in the background while the full batches run (one device; a mesh
         places an uneven batch differently)."""
-        size = prefetcher.last_batch_size
+        size = getattr(prefetcher, "last_batch_size", None)
         leaves = jax.tree.leaves(first)
         if size is None or self.mesh is not None or not leaves:
             return
