@@ -34,6 +34,11 @@ class HostTransform:
         self.transform = transform
         self.head = head
 
+    @property
+    def row_wise(self) -> bool:
+        """Row by row when the feature columns' transform is (labels always are)."""
+        return self.transform.row_wise
+
     def apply(self, features, labels=None):
         features, _ = self.transform.apply(features, None)
         if labels is not None:

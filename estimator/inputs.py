@@ -129,73 +129,105 @@ def numpy_input_fn(
             for _ in itertools.count() if num_epochs is None else range(num_epochs):
                 yield rng.permutation(n) if shuffle else np.arange(n)
 
-        def batches():
+        def batches(rows):
             if not shuffle:  # in order: every batch within an epoch is a view, no copy
-                yield from contiguous_batches()
+                yield from contiguous_batches(rows)
                 return
             pending = np.empty((0,), np.int64)
             for epoch in indices():
                 pending = np.concatenate([pending, epoch])
                 while len(pending) >= batch_size:
-                    yield _take(pending[:batch_size])
+                    yield _take(rows, pending[:batch_size])
                     pending = pending[batch_size:]
             if len(pending):
-                yield _take(pending)
+                yield _take(rows, pending)
 
-        def contiguous_batches():
+        def contiguous_batches(rows):
             total = None if num_epochs is None else n * num_epochs
             start = 0
             while total is None or start < total:
                 stop = start + batch_size if total is None else min(start + batch_size, total)
                 lo = start % n
                 if lo + (stop - start) <= n:
-                    yield _pack({k: v[lo : lo + stop - start] for k, v in data.items()})
+                    yield jax.tree.map(lambda v, lo=lo, hi=lo + stop - start: v[lo:hi], rows)
                 else:  # the batch spans an epoch boundary, as TF's queue
-                    yield _take(np.arange(start, stop) % n)
+                    yield _take(rows, np.arange(start, stop) % n)
                 start = stop
 
-        def _take(idx):
-            return _pack({k: v[idx] for k, v in data.items()})
+        def _take(rows, idx):
+            return jax.tree.map(lambda v: v[idx], rows)
 
-        def _pack(cols):
-            features = (
-                cols["__direct_np_input__"]
-                if isinstance(x, np.ndarray)
-                else {k: cols[k] for k in feature_keys}
-            )
-            if target_keys is None:
-                return features
-            if isinstance(target_keys, str):
-                return features, cols[target_keys]
-            return features, {k: cols[k] for k in target_keys}
-
+        features = (
+            data["__direct_np_input__"]
+            if isinstance(x, np.ndarray)
+            else {k: data[k] for k in feature_keys}
+        )
+        if target_keys is None:
+            rows = features
+        elif isinstance(target_keys, str):
+            rows = features, data[target_keys]
+        else:
+            rows = features, {k: data[k] for k in target_keys}
         tail = None if num_epochs is None else (n * num_epochs) % batch_size
-        return Batches(batches(), last_batch_size=tail or None)
+        return Batches(batches, rows, last_batch_size=tail or None)
 
     return input_fn
 
 
 class Batches:
-    """The batches an ``input_fn`` yields, with what is known of them in advance.
+    """The batches of in-memory rows, with what is known of them in advance (internal).
 
-    ``numpy_input_fn`` knows the size of its last batch before it is read: the Estimator
-    compiles the program for that shorter batch in the background while the others run,
-    instead of stopping for it at the end.
+    What ``numpy_input_fn``'s ``input_fn`` returns: an iterator of batches cut from
+    ``rows`` by ``cut(rows)``. It also tells the Estimator
+
+    * the size of its last batch before it is read (:attr:`last_batch_size`): the program
+      for that shorter batch compiles in the background while the others run;
+    * that its batches are rows of fixed arrays (:meth:`map_rows`): a host phase that works
+      row by row (feature columns, label vocabularies) runs once over all rows instead of
+      once per batch and epoch.
 
     Args:
-      batches: an iterator of batches.
+      cut: ``cut(rows) -> iterator of batches`` (slices of ``rows`` along axis 0).
+      rows: a pytree of arrays ``[n, ...]``: the input's whole data.
       last_batch_size: the number of examples of the last batch when it is shorter than the
         others, else None.
     """
 
-    def __init__(self, batches: Iterator, *, last_batch_size: int | None = None) -> None:
-        self._batches = batches
+    #: Rows per call of a :meth:`map_rows` function (bounds its temporary memory).
+    CHUNK = 1 << 16
+
+    def __init__(self, cut: Callable, rows, *, last_batch_size: int | None = None) -> None:
+        self._cut = cut
+        self._rows = rows
+        self._batches: Iterator | None = None
         self.last_batch_size = last_batch_size
+
+    def map_rows(self, fn: Callable) -> Batches:
+        """The same batches of ``fn(rows)``: ``fn`` runs once on all rows (in chunks of
+        :attr:`CHUNK` rows) before any batch is cut. ``fn`` must work row by row: each
+        output row depends on the same input row only.
+
+        Raises:
+          RuntimeError: batches were read already.
+        """
+        if self._batches is not None:
+            raise RuntimeError("map_rows() after reading batches: call it first.")
+        n = len(jax.tree.leaves(self._rows)[0])
+        chunks = [
+            fn(jax.tree.map(lambda v, lo=lo: v[lo : lo + self.CHUNK], self._rows))
+            for lo in range(0, n, self.CHUNK)
+        ]
+        rows = (
+            chunks[0] if len(chunks) == 1 else jax.tree.map(lambda *p: np.concatenate(p), *chunks)
+        )
+        return Batches(self._cut, rows, last_batch_size=self.last_batch_size)
 
     def __iter__(self) -> Batches:
         return self
 
     def __next__(self):
+        if self._batches is None:
+            self._batches = self._cut(self._rows)
         return next(self._batches)
 
 
@@ -460,10 +492,25 @@ def batch_pipeline(result, mode: str, transform, place: Callable) -> Prefetcher:
     """The prepared batches of what ``input_fn`` returned (internal): the host-side
     ``transform`` (feature columns, label vocabularies), canonical dtypes, placement.
 
+    A ``transform`` with ``row_wise`` set (the feature columns' ``InputTransform``) runs once
+    over all rows of an in-memory input (``Batches.map_rows``: ``numpy_input_fn``) rather
+    than on every batch of every epoch.
+
     Yields ``(features, labels)``, or ``(features,)`` in PREDICT mode (labels dropped).
     """
-    batches = iterate_batches(result, repeat_single=mode == "train")
     predict = mode == "infer"
+
+    def transformed(element):
+        features, labels = _split(element)
+        return transform.apply(features, None if predict else labels)
+
+    if (
+        transform is not None
+        and getattr(transform, "row_wise", False)
+        and (isinstance(result, Batches))
+    ):
+        result, transform = result.map_rows(transformed), None
+    batches = iterate_batches(result, repeat_single=mode == "train")
 
     def prepare(batch):
         features, labels = batch

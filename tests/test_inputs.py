@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 
 import estimator as est
-from estimator.inputs import Prefetcher, call_input_fn, fn_args, iterate_batches
+from estimator.inputs import (
+    Batches,
+    Prefetcher,
+    batch_pipeline,
+    call_input_fn,
+    fn_args,
+    iterate_batches,
+)
 
 X = {"a": np.arange(5.0), "b": np.arange(10, 15)}
 Y = np.arange(100, 105)
@@ -455,3 +462,54 @@ def test_prefetcher_exhaustion_with_fill():
     assert p.pop() == ("ready", 0)
     with pytest.raises(StopIteration):
         p.pop()
+
+
+class CountingTransform:
+    """A host phase that counts the rows it sees: ids = 2·x (row by row, or not)."""
+
+    def __init__(self, row_wise):
+        self.row_wise, self.rows, self.calls = row_wise, 0, 0
+
+    def apply(self, features, labels=None):
+        self.calls += 1
+        self.rows += len(features["x"])
+        return {"ids": (2 * features["x"]).astype(np.int32)}, labels
+
+
+def test_a_row_wise_host_phase_runs_once_over_all_rows_not_per_batch_and_epoch():
+    x = {"x": np.arange(10)}
+    y = np.arange(10, dtype=np.float32)
+    seen = {}
+    for row_wise in (True, False):
+        fn = est.inputs.numpy_input_fn(x, y, batch_size=4, num_epochs=3, shuffle=True)
+        transform = CountingTransform(row_wise)
+        config = est.RunConfig(tf_random_seed=3)
+        prefetcher = batch_pipeline(fn(config), "train", transform, lambda b: b)
+        batches = []
+        while True:
+            try:
+                batches.append(prefetcher.pop())
+            except StopIteration:
+                break
+        seen[row_wise] = (batches, transform.calls, transform.rows)
+    (once, calls, rows), (each, per_batch_calls, per_batch_rows) = seen[True], seen[False]
+    assert (calls, rows) == (1, 10)  # the 10 rows, once
+    assert (per_batch_calls, per_batch_rows) == (8, 30)  # 30 rows in 8 batches: 4,...,4, 2
+    assert len(once) == len(each) == 8
+    for a, b in zip(once, each, strict=True):  # the same batches either way
+        np.testing.assert_array_equal(a[0]["ids"], b[0]["ids"])
+        np.testing.assert_array_equal(a[1], b[1])
+        np.testing.assert_array_equal(a[0]["ids"], 2 * a[1])  # rows stay together
+
+
+def test_map_rows_works_in_chunks_and_only_before_reading(monkeypatch):
+    monkeypatch.setattr(Batches, "CHUNK", 3)
+    fn = est.inputs.numpy_input_fn({"x": np.arange(10)}, batch_size=4, num_epochs=1, shuffle=False)
+    sizes = []
+    mapped = fn().map_rows(lambda rows: sizes.append(len(rows["x"])) or {"x": rows["x"] + 1})
+    assert sizes == [3, 3, 3, 1]
+    assert [b["x"].tolist() for b in mapped] == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10]]
+    batches = fn()
+    next(batches)
+    with pytest.raises(RuntimeError, match="map_rows\\(\\) after reading batches"):
+        batches.map_rows(lambda rows: rows)

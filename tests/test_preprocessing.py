@@ -6,6 +6,7 @@ reference of FingerprintCat64 and of the cartesian product written here, and ids
 hand for lookups and buckets.
 """
 
+import dataclasses
 import json
 import os
 import pickle
@@ -507,3 +508,19 @@ def test_input_transform_errors(tmp_path):
 def test_ops_too_many_buckets_for_int32():
     with pytest.raises(ValueError, match="do not fit int32 ids"):
         pp.HashBucket("h", 2**31)
+
+
+def test_transforms_of_row_by_row_ops_may_run_over_whole_datasets():
+    vocab = pp.VocabularyList("b", ("x", "y"))
+    wide = pp.InputTransform(
+        {"a": pp.HashBucket("a", 10), "ab": pp.Cross(("a", vocab), 5), "n": pp.Numeric("n")}
+    )
+    assert wide.row_wise
+    # A sequence is padded to its batch's longest: its host phase stays per batch.
+    assert not pp.InputTransform({"s": pp.SequenceCategorical(vocab)}).row_wise
+
+    @dataclasses.dataclass(frozen=True)
+    class Custom(pp.Op):  # a user's op: per batch unless it says otherwise
+        key: str
+
+    assert not pp.InputTransform({"c": Custom("c")}).row_wise

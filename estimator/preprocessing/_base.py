@@ -175,6 +175,11 @@ class Op:
     """
 
     categorical: ClassVar[bool] = True
+    #: Each output row depends on the same input row only, with shapes independent of the
+    #: batch: the op may run once over a whole in-memory dataset instead of batch by batch
+    #: (``estimator.inputs.Batches.map_rows``). False for ops that pad to a batch's longest
+    #: sequence, and for ops registered by users unless they say so.
+    row_wise: ClassVar[bool] = False
 
     def apply(self, features: Mapping[str, Any], cache: dict | None = None):
         """Computes the op on a batch of raw features.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -37,6 +38,8 @@ class Cross(Op):
     Output ids: ``int32 [batch_size, k_1 * k_2 * ...]`` (-1 where a combination had a
     missing value).
     """
+
+    row_wise: ClassVar[bool] = True
 
     keys: tuple[str | Op, ...]
     hash_bucket_size: int
@@ -122,6 +125,8 @@ class Weighted(Op):
     Raises:
       ValueError: if the weight feature is missing, not numeric, or shaped unlike the ids.
     """
+
+    row_wise: ClassVar[bool] = True
 
     categorical_op: Op
     weight_feature_key: str

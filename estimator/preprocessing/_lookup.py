@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -30,6 +31,8 @@ class _Ids(dict):
 
 class _VocabularyLookup(Op):
     """Shared lookup of :class:`VocabularyList` and :class:`VocabularyFile`."""
+
+    row_wise: ClassVar[bool] = True
 
     def _vocabulary(self) -> tuple:
         raise NotImplementedError
@@ -190,6 +193,8 @@ class HashBucket(Op):
     integers are hashed as their decimal string, as TF does. Missing values give -1.
     """
 
+    row_wise: ClassVar[bool] = True
+
     key: str
     hash_bucket_size: int
     dtype: str = STRING
@@ -230,6 +235,8 @@ class Identity(Op):
     Raises:
       ValueError: for non-integer input, or a value ``>= num_buckets`` without default.
     """
+
+    row_wise: ClassVar[bool] = True
 
     key: str
     num_buckets: int

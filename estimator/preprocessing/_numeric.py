@@ -41,6 +41,8 @@ class Numeric(Op):
         the wrong number of values per example.
     """
 
+    row_wise: ClassVar[bool] = True
+
     categorical: ClassVar[bool] = False
 
     key: str
@@ -102,6 +104,8 @@ class Bucketize(Op):
     Output ids: ``int32 [batch_size, d]``.
     """
 
+    row_wise: ClassVar[bool] = True
+
     source: Numeric
     boundaries: tuple[float, ...]
 
@@ -140,6 +144,8 @@ class BatchSize(Op):
     """``float32 [batch_size, 0]``: no values, only the batch size, for a model that reads
     no feature (TF's baseline estimators size their output by the first feature's batch
     dimension). Reads any feature; fails only for a batch with no array at all."""
+
+    row_wise: ClassVar[bool] = True
 
     categorical: ClassVar[bool] = False
 

@@ -100,6 +100,12 @@ class InputTransform:
             )
         return result
 
+    @property
+    def row_wise(self) -> bool:
+        """Whether every op works row by row (``Op.row_wise``): then the transform may run
+        once over all rows of an in-memory input instead of on each batch."""
+        return all(_row_wise(op) for _, op in self.outputs)
+
     def output_keys(self) -> tuple[str, ...]:
         """Keys of ``features'`` (weights keys only for :class:`Weighted` entries)."""
         return tuple(k for name, op in self.outputs for k in _output_keys(name, op))
@@ -169,6 +175,13 @@ class InputTransform:
                 for entry in config["outputs"]
             )
         )
+
+
+def _row_wise(op: Op) -> bool:
+    if not type(op).row_wise:
+        return False
+    parts = (*getattr(op, "keys", ()), getattr(op, "categorical_op", None))
+    return all(_row_wise(p) for p in parts if isinstance(p, Op))
 
 
 def _output_keys(name: str, op: Op) -> tuple[str, ...]:
