@@ -203,8 +203,8 @@ class Batches:
         self.last_batch_size = last_batch_size
 
     def map_rows(self, fn: Callable) -> Batches:
-        """The same batches of ``fn(rows)``: ``fn`` runs once on all rows (in chunks of
-        :attr:`CHUNK` rows) before any batch is cut. ``fn`` must work row by row: each
+        """The same batches of ``fn(rows)``: ``fn`` runs once on all rows (in chunks, see
+        :func:`apply_to_rows`) before any batch is cut. ``fn`` must work row by row: each
         output row depends on the same input row only.
 
         Raises:
@@ -212,14 +212,7 @@ class Batches:
         """
         if self._batches is not None:
             raise RuntimeError("map_rows() after reading batches: call it first.")
-        n = len(jax.tree.leaves(self._rows)[0])
-        chunks = [
-            fn(jax.tree.map(lambda v, lo=lo: v[lo : lo + self.CHUNK], self._rows))
-            for lo in range(0, n, self.CHUNK)
-        ]
-        rows = (
-            chunks[0] if len(chunks) == 1 else jax.tree.map(lambda *p: np.concatenate(p), *chunks)
-        )
+        rows = apply_to_rows(fn, self._rows, self.CHUNK)
         return Batches(self._cut, rows, last_batch_size=self.last_batch_size)
 
     def __iter__(self) -> Batches:
@@ -229,6 +222,18 @@ class Batches:
         if self._batches is None:
             self._batches = self._cut(self._rows)
         return next(self._batches)
+
+
+def apply_to_rows(fn: Callable, rows, chunk: int = Batches.CHUNK):
+    """``fn`` over all of ``rows`` (a pytree of arrays ``[n, ...]``), ``chunk`` rows a call,
+    the results concatenated: a row-by-row host phase run once over an in-memory dataset,
+    with its temporary memory bounded by the chunk."""
+    n = len(jax.tree.leaves(rows)[0])
+    parts = [
+        fn(jax.tree.map(lambda v, lo=lo: v[lo : lo + chunk], rows))
+        for lo in range(0, max(n, 1), chunk)
+    ]
+    return parts[0] if len(parts) == 1 else jax.tree.map(lambda *p: np.concatenate(p), *parts)
 
 
 def fn_args(fn) -> tuple[str, ...]:
@@ -493,8 +498,10 @@ def batch_pipeline(result, mode: str, transform, place: Callable) -> Prefetcher:
     ``transform`` (feature columns, label vocabularies), canonical dtypes, placement.
 
     A ``transform`` with ``row_wise`` set (the feature columns' ``InputTransform``) runs once
-    over all rows of an in-memory input (``Batches.map_rows``: ``numpy_input_fn``) rather
-    than on every batch of every epoch.
+    over all rows of an in-memory input rather than on every batch of every epoch: an input
+    with ``map_rows(fn)`` (``numpy_input_fn``'s :class:`Batches`, ``estimator.compat``'s
+    ``tf.data`` pipelines of in-memory slices) returns the same batches of ``fn(rows)``, or
+    None when it cannot.
 
     Yields ``(features, labels)``, or ``(features,)`` in PREDICT mode (labels dropped).
     """
@@ -504,12 +511,12 @@ def batch_pipeline(result, mode: str, transform, place: Callable) -> Prefetcher:
         features, labels = _split(element)
         return transform.apply(features, None if predict else labels)
 
-    if (
-        transform is not None
-        and getattr(transform, "row_wise", False)
-        and (isinstance(result, Batches))
-    ):
-        result, transform = result.map_rows(transformed), None
+    mapped = None
+    if transform is not None and getattr(transform, "row_wise", False):
+        map_rows = getattr(result, "map_rows", None)  # Batches, compat's tf.data
+        mapped = map_rows(transformed) if map_rows is not None else None
+    if mapped is not None:
+        result, transform = mapped, None
     batches = iterate_batches(result, repeat_single=mode == "train")
 
     def prepare(batch):

@@ -221,3 +221,31 @@ def test_a_real_tf_data_pipeline_feeds_a_compat_program(tmp_path):
     data = real_tf.data.Dataset.from_tensor_slices(({"x": x}, y))
     estimator.train(lambda: data.shuffle(200).repeat().batch(20), steps=100)
     assert estimator.evaluate(lambda: data.batch(50))["acc"] > 0.95
+
+
+def test_a_row_by_row_host_phase_runs_once_over_in_memory_slices():
+    # The Estimator's feature-column host phase (row by row) runs once over the rows of
+    # from_tensor_slices(...).shuffle(...).repeat(2).batch(4), not per batch and pass.
+    rows = {"x": np.arange(10)}, np.arange(10, dtype=np.float32)
+    dataset = tf.data.Dataset.from_tensor_slices(rows).shuffle(100).repeat(2).batch(4)
+    assert dataset.last_batch_size is None  # 20 = 4 x 5: no shorter batch
+    assert tf.data.Dataset.from_tensor_slices(rows).batch(4).last_batch_size == 2
+    assert tf.data.Dataset.from_tensor_slices(rows).repeat().batch(4).last_batch_size is None
+    calls = []
+
+    def host_phase(element):
+        (features, labels) = element
+        calls.append(len(labels))
+        return {"ids": 2 * features["x"]}, labels
+
+    mapped = dataset.map_rows(host_phase)
+    assert calls == [10]
+    direct = [host_phase(b) for b in _elements(dataset)]
+    once = list(mapped)
+    assert len(once) == len(direct) == 5
+    for (f1, l1), (f2, l2) in zip(once, direct, strict=True):  # the same batches
+        np.testing.assert_array_equal(f1["ids"], f2["ids"])
+        np.testing.assert_array_equal(l1, l2)
+    # A map must see the raw rows: such a pipeline keeps its host phase per batch.
+    with_map = tf.data.Dataset.from_tensor_slices(rows).map(lambda f, y: (f, y + 1)).batch(4)
+    assert with_map.map_rows(host_phase) is None

@@ -189,6 +189,14 @@ class ColumnarPlan:
             element = jax.tree.map(np.asarray, fn(element))
         return element
 
+    def last_batch_size(self) -> int | None:
+        """The last batch's size when shorter than ``batch_size`` and nothing after
+        ``batch`` reorders or repeats batches, else None."""
+        length = self.index.length
+        if length is None or self.drop_remainder or self.after:
+            return None
+        return (length % self.batch_size) or None
+
     def dataset(self) -> grain.MapDataset:
         per_pass = self._per_pass()
         repeated = self._repeats_passes()

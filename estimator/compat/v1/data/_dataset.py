@@ -40,6 +40,7 @@ import numpy as np
 from estimator.compat._unsupported import unsupported
 from estimator.compat.v1.data import _columnar, _elements
 from estimator.compat.v1.data._pipeline import Op, Source
+from estimator.inputs import apply_to_rows
 
 __all__ = ["Dataset", "AUTOTUNE", "set_default_seed"]
 
@@ -234,6 +235,41 @@ class Dataset:
     def __iter__(self) -> Iterator:
         return self.as_numpy_iterator()
 
+    # ----- what the Estimator may ask of an input (estimator.inputs.batch_pipeline) --------
+    def map_rows(self, fn):
+        """The same batches of ``fn`` applied once to all source rows, or None when the
+        pipeline is not a columnar one without maps (a ``map`` must see the raw rows).
+
+        ``fn`` is the Estimator's row-by-row host phase (feature columns): for
+        ``from_tensor_slices(...).shuffle(...).repeat().batch(...)`` it runs once over the
+        data instead of on every batch of every pass.
+        """
+        plan = _columnar.plan(self._source, self._ops, _SEED["value"])
+        if plan is None or plan.maps or any(op.kind == "map" for op in plan.after):
+            return None
+        plan.tree = apply_to_rows(fn, plan.tree)
+        return _Planned(plan)
+
+    @property
+    def last_batch_size(self) -> int | None:
+        """The size of the last batch when it is known in advance and shorter than the
+        others (a finite columnar pipeline), else None."""
+        plan = _columnar.plan(self._source, self._ops, _SEED["value"])
+        return None if plan is None else plan.last_batch_size()
+
     def __repr__(self) -> str:
         ops = ".".join(op.kind for op in self._ops)
         return f"<Dataset {self._source.kind}{'.' + ops if ops else ''}>"
+
+
+class _Planned:
+    """A columnar plan's batches (``Dataset.map_rows``), iterable as a dataset is."""
+
+    def __init__(self, plan) -> None:
+        self._plan = plan
+
+    def as_numpy_iterator(self) -> Iterator:
+        return self._plan.iterator()
+
+    def __iter__(self) -> Iterator:
+        return self.as_numpy_iterator()
