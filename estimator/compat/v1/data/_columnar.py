@@ -27,7 +27,6 @@ __all__ = ["plan", "ColumnarPlan"]
 
 _INDEX_OPS = {"map", "shuffle", "repeat", "take", "skip", "shard"}
 _BATCH_OPS = {"map", "repeat", "take", "skip", "shuffle"}
-_READ = grain.ReadOptions(num_threads=0, prefetch_buffer_size=0)
 
 
 # ----- index maps ------------------------------------------------------------------------
@@ -70,13 +69,18 @@ class _Repeated:
         self.length = None if count is None else parent.length * count
 
     def __call__(self, positions, path):
-        if self.parent.length == 0:
+        length = self.parent.length
+        if length == 0 or not len(positions):
             return positions
-        passes, inner = np.divmod(positions, self.parent.length)
+        passes, inner = np.divmod(positions, length)
+        first, last = int(passes.min()), int(passes.max())
+        if first == last:  # the usual batch: within one pass
+            return self.parent(inner, path + (first,))
         out = np.empty_like(positions)
-        for p in np.unique(passes):
+        for p in range(first, last + 1):
             mask = passes == p
-            out[mask] = self.parent(inner[mask], path + (int(p),))
+            if mask.any():
+                out[mask] = self.parent(inner[mask], path + (p,))
         return out
 
 
@@ -229,7 +233,10 @@ class ColumnarPlan:
         return ds
 
     def iterator(self) -> Iterator:
-        return iter(self.dataset().to_iter_dataset(_READ))
+        # The batches by index: grain's MapDataset is random access, and the Estimator reads
+        # ahead itself (no per-element iterator machinery on the per-step path).
+        ds = self.dataset()
+        return (ds[i] for i in range(len(ds)))
 
 
 def plan(source: Source, ops: tuple[Op, ...], seed: int) -> ColumnarPlan | None:
