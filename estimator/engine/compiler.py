@@ -144,49 +144,77 @@ class StepCompiler:
             batches = [*batches, *[filler] * (self.steps_per_call - count)]
         return (*leading, tuple(batches), count)
 
-    def _entry(self, leading: tuple, batch) -> _Entry:
-        """The compiled program for ``batch``'s signature: from the cache, from a compile in
-        progress (:meth:`precompile`), or compiled now."""
-        key = signature(batch)
+    def _claim(self, key) -> tuple[_Entry | None, concurrent.futures.Future, bool]:
+        """``(entry, future, owner)``: the compiled entry of ``key``, else the future of its
+        compile and whether the caller is to do it (no compile is in progress)."""
         with self._lock:
             entry = self._compiled.get(key)
-            pending = None if entry is not None else self._pending.get(key)
-            if entry is None and pending is None:
-                pending = self._pending[key] = concurrent.futures.Future()
-                owner = True
-            else:
-                owner = False
-        if entry is not None:
-            return entry
-        if not owner:
-            return pending.result()  # compiled in the background: wait for it (or its error)
+            future = None if entry is not None else self._pending.get(key)
+            owner = entry is None and future is None
+            if owner:
+                future = self._pending[key] = concurrent.futures.Future()
+        return entry, future, owner
+
+    def _finish(self, key, future: concurrent.futures.Future, compile_entry) -> _Entry:
+        """Runs ``compile_entry()`` for the claimed ``key``; its result or error goes to
+        ``future`` (and to the calls waiting on it)."""
         try:
-            traced = self._jitted.trace(*self._arguments(leading, [batch]))
-            entry = _Entry(traced.lower().compile(), traced.out_info[-1])
+            entry = compile_entry()
         except BaseException as err:
             with self._lock:
                 del self._pending[key]
-            pending.set_exception(err)
+            future.set_exception(err)
             raise
         with self._lock:
             self._compiled[key] = entry
             del self._pending[key]
             self.compile_count += 1
-        pending.set_result(entry)
+        future.set_result(entry)
         return entry
 
+    def _lowered(self, leading: tuple, batch) -> tuple:
+        traced = self._jitted.trace(*self._arguments(leading, [batch]))
+        return traced.lower(), traced.out_info[-1]
+
+    def _entry(self, leading: tuple, batch) -> _Entry:
+        """The compiled program for ``batch``'s signature: from the cache, from a compile in
+        progress (:meth:`precompile`), or compiled now."""
+        key = signature(batch)
+        entry, future, owner = self._claim(key)
+        if entry is not None:
+            return entry
+        if not owner:
+            return future.result()  # compiled in the background: wait for it (or its error)
+
+        def compile_entry():
+            lowered, info = self._lowered(leading, batch)
+            return _Entry(lowered.compile(), info)
+
+        return self._finish(key, future, compile_entry)
+
     def precompile(self, leading: tuple, batch) -> None:
-        """Compiles the program for ``batch``'s signature in a background thread (XLA
-        compiles without the GIL), so that a call reaching it finds it ready or waits for
-        it. ``leading`` and ``batch`` may be ``jax.ShapeDtypeStruct`` trees; a compile that
-        fails raises in the call that needs it."""
-        if signature(batch) in self._compiled:
+        """Prepares the program for ``batch``'s signature: traces and lowers it now (in the
+        calling thread: ``model_fn`` is never traced in two threads at once) and compiles it
+        in a background thread (XLA compiles without the GIL, on another core), so that a
+        call reaching it finds it ready or waits for it. ``leading`` and ``batch`` may be
+        ``jax.ShapeDtypeStruct`` trees; a failure raises in the call that needs the
+        program."""
+        key = signature(batch)
+        _, future, owner = self._claim(key)
+        if not owner:
+            return
+        try:
+            lowered, info = self._lowered(leading, batch)
+        except BaseException as err:  # noqa: BLE001 - raised by the call that needs it
+            with self._lock:
+                del self._pending[key]
+            future.set_exception(err)
             return
 
         def compile_quietly():
             try:
-                self._entry(leading, batch)
-            except BaseException:  # noqa: BLE001 - re-raised by the call that needs it
+                self._finish(key, future, lambda: _Entry(lowered.compile(), info))
+            except BaseException:  # noqa: BLE001 - raised by the call that needs it
                 pass
 
         threading.Thread(target=compile_quietly, name="precompile", daemon=True).start()

@@ -159,9 +159,9 @@ class Runtime:
         return 1 if self.processes > 1 else self.config.steps_per_execution
 
     def _precompile_last_batch(self, compiler, leading: tuple, first, prefetcher) -> None:
-        """When the input's last batch is known to be shorter (``numpy_input_fn``), compiles
-        its program in the background while the full batches run (one device; a mesh
-        places an uneven batch differently)."""
+        """When the input's last batch is known to be shorter (``numpy_input_fn``), prepares
+        its program now and compiles it in the background, beside the first batch's program
+        and the full batches' run (one device; a mesh places an uneven batch differently)."""
         size = getattr(prefetcher, "last_batch_size", None)
         leaves = jax.tree.leaves(first)
         if size is None or self.mesh is not None or not leaves:
@@ -201,6 +201,8 @@ class Runtime:
             return None
         self.model.check_labels(first[1])
         abstract = self.states.abstract(compiler, first)
+        # The last batch's program compiles beside the first's (both XLA compiles at once).
+        self._precompile_last_batch(compiler, (abstract,), first, prefetcher)
         info = compiler.prepare_run(abstract, *first)
         all_hooks = default_training_hooks(
             self.config,
@@ -214,7 +216,6 @@ class Runtime:
         for hook in all_hooks:
             hook.begin()
         state = self.states.read(compiler, first, latest, training=True, abstract=abstract)
-        self._precompile_last_batch(compiler, (state,), first, prefetcher)
         runner = TrainRunner(compiler, state)
         session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
         # A save is collective in a multi-process job: one process's SIGTERM can't save.
