@@ -460,9 +460,11 @@ def conv2d(
 def _pool(rank, inputs, pool_size, strides, padding, data_format, init_value, op):
     pad = _check_format(data_format, padding, rank)
     inputs = jnp.asarray(inputs)
-    window = (1,) + _tuple(pool_size, rank, "pool_size") + (1,)
-    step = (1,) + _tuple(strides, rank, "strides") + (1,)
-    return jax.lax.reduce_window(inputs, init_value, op, window, step, pad)
+    window = _tuple(pool_size, rank, "pool_size")
+    step = _tuple(strides, rank, "strides")
+    if op is jax.lax.max:
+        return convolution.max_pool(inputs, window, step, pad)
+    return jax.lax.reduce_window(inputs, init_value, op, (1, *window, 1), (1, *step, 1), pad)
 
 
 def _average(rank, inputs, pool_size, strides, padding, data_format):

@@ -1,6 +1,7 @@
-"""``estimator.convolution.conv``: JAX's convolution values and gradients, computed by
-convolutions in the canonical channels-last layout (what XLA's CPU backend runs fast inside
-the Estimator's fused ``lax.scan`` steps)."""
+"""``estimator.convolution``: JAX's convolution values and gradients, computed as a patch
+matrix product (few input channels) or by convolutions in the canonical channels-last
+layout (what XLA's CPU backend runs fast inside the Estimator's fused steps); max pooling
+with TF's values and gradient."""
 
 import jax
 import jax.extend
@@ -8,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from estimator.convolution import conv
+from estimator import convolution
+from estimator.convolution import conv, max_pool
 
 # (spatial dims, stride, padding, dilation, kernel size): each option with each other one
 # at least once (all 144 combinations of 1-2 dims, strides 1-3, the three paddings,
@@ -25,11 +27,12 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("channels", [4, 32])  # patch matrix (k^n * 4 <= 256), convolution
 @pytest.mark.parametrize(("n", "stride", "pad", "dilation", "k"), CASES)
-def test_values_and_gradients_equal_lax(n, stride, pad, dilation, k):
+def test_values_and_gradients_equal_lax(n, stride, pad, dilation, k, channels):
     rng = np.random.default_rng(0)
-    x = jnp.asarray(rng.normal(size=(3,) + (9,) * n + (4,)), jnp.float32)
-    w = jnp.asarray(rng.normal(size=(k,) * n + (4, 5)), jnp.float32)
+    x = jnp.asarray(rng.normal(size=(3,) + (9,) * n + (channels,)), jnp.float32)
+    w = jnp.asarray(rng.normal(size=(k,) * n + (channels, 5)), jnp.float32)
     padding = [(1, 2)] * n if pad == "explicit" else pad
     spec = ("NWC", "WIO", "NWC") if n == 1 else ("NHWC", "HWIO", "NHWC")
 
@@ -41,17 +44,49 @@ def test_values_and_gradients_equal_lax(n, stride, pad, dilation, k):
     def ours(x, w):
         return conv(x, w, (stride,) * n, padding, (dilation,) * n)
 
-    expected, ref_vjp = jax.vjp(reference, x, w)
-    value, our_vjp = jax.vjp(ours, x, w)
+    g = jnp.asarray(rng.normal(size=jax.eval_shape(reference, x, w).shape), jnp.float32)
+
+    @jax.jit  # one compile for both, rather than op by op
+    def both(x, w, g):
+        return [(y, vjp(g)) for y, vjp in (jax.vjp(reference, x, w), jax.vjp(ours, x, w))]
+
+    (expected, ref_grads), (value, our_grads) = both(x, w, g)
     np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-5)
-    g = jnp.asarray(rng.normal(size=expected.shape), jnp.float32)
-    for ours_grad, ref_grad in zip(our_vjp(g), ref_vjp(g), strict=True):
+    for ours_grad, ref_grad in zip(our_grads, ref_grads, strict=True):
         np.testing.assert_allclose(ours_grad, ref_grad, rtol=1e-4, atol=1e-4)
 
 
+def _primitives(fn, *args) -> list[str]:
+    jaxpr = jax.make_jaxpr(jax.grad(fn, argnums=tuple(range(len(args)))))(*args)
+    return [e.primitive.name for e in _equations(jaxpr.jaxpr)]
+
+
+def test_few_input_channels_take_the_patch_matrix():
+    # 5x5 window x 1 channel = 25 <= PATCH_CONTRACTION_MAX: no convolution at all, forward
+    # or backward; 3x3 x 32 = 288 > 256: three convolutions.
+    def loss(x, w):
+        return jnp.sum(conv(x, w, (1, 1), "SAME") ** 2)
+
+    few = _primitives(loss, jnp.ones((2, 16, 16, 1)), jnp.ones((5, 5, 1, 8)))
+    assert "conv_general_dilated" not in few and "dot_general" in few
+    many = _primitives(loss, jnp.ones((2, 8, 8, 32)), jnp.ones((3, 3, 32, 4)))
+    assert many.count("conv_general_dilated") == 3
+
+
+def test_large_patch_matrices_stay_convolutions(monkeypatch):
+    monkeypatch.setattr(convolution, "PATCH_BYTES_MAX", 1000)  # 2*8*8*9*4 bytes > 1000
+
+    def loss(x, w):
+        return jnp.sum(conv(x, w, (1, 1), "SAME") ** 2)
+
+    assert "conv_general_dilated" in _primitives(
+        loss, jnp.ones((2, 8, 8, 1)), jnp.ones((3, 3, 1, 4))
+    )
+
+
 def test_gradients_are_canonical_convolutions():
-    x = jnp.ones((2, 8, 8, 3))
-    w = jnp.ones((3, 3, 3, 4))
+    x = jnp.ones((2, 8, 8, 32))
+    w = jnp.ones((3, 3, 32, 4))
 
     def loss(x, w):
         return jnp.sum(conv(x, w, (2, 2), "SAME") ** 2)
@@ -72,3 +107,45 @@ def _equations(jaxpr):
         yield equation
         for sub in jax.extend.core.jaxprs_in_params(equation.params):
             yield from _equations(sub)
+
+
+def test_max_pool_gradient_goes_to_the_first_maximum_as_tf():
+    # TF 2.15 (tf.nn.max_pool2d(x, 2, 2, "VALID") under a GradientTape, output gradients
+    # [[1, 2], [3, 4]]) gave these values and this input gradient: ties (the 3s of the
+    # first window, the 0s of the third, the 5s of the fourth) send the whole gradient to
+    # the window's first maximum in row-major order.
+    x = jnp.asarray([[1, 3, 3, 0], [3, 2, 1, 1], [0, 0, 5, 5], [0, 0, 5, 5]], jnp.float32).reshape(
+        1, 4, 4, 1
+    )
+    y, vjp = jax.vjp(lambda x: max_pool(x, (2, 2), (2, 2), "VALID"), x)
+    np.testing.assert_array_equal(y.ravel(), [3, 3, 0, 5])
+    (grad,) = vjp(jnp.asarray([1.0, 2, 3, 4]).reshape(1, 2, 2, 1))
+    np.testing.assert_array_equal(
+        grad.reshape(4, 4), [[0, 1, 2, 0], [0, 0, 0, 0], [3, 0, 4, 0], [0, 0, 0, 0]]
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "window", "strides", "padding"),
+    [
+        ((2, 8, 8, 3), (2, 2), (2, 2), "VALID"),  # blocks
+        ((2, 9, 7, 3), (2, 2), (2, 2), "VALID"),  # blocks of the cropped input
+        ((2, 8, 6, 3), (2, 3), (2, 3), "SAME"),  # blocks: SAME pads nothing
+        ((2, 9, 8, 3), (2, 2), (2, 2), "SAME"),  # SAME pads: reduce_window
+        ((2, 9, 9, 3), (3, 3), (2, 2), "VALID"),  # overlapping: reduce_window
+        ((2, 12, 3), (4,), (4,), "VALID"),  # one spatial dimension
+    ],
+)
+def test_max_pool_equals_reduce_window_without_ties(shape, window, strides, padding):
+    x = jnp.asarray(np.random.default_rng(1).normal(size=shape), jnp.float32)  # no ties
+
+    def reference(x):
+        return jax.lax.reduce_window(
+            x, -jnp.inf, jax.lax.max, (1, *window, 1), (1, *strides, 1), padding
+        )
+
+    expected, ref_vjp = jax.vjp(reference, x)
+    value, our_vjp = jax.vjp(lambda x: max_pool(x, window, strides, padding), x)
+    np.testing.assert_array_equal(value, expected)
+    g = jnp.asarray(np.random.default_rng(2).normal(size=expected.shape), jnp.float32)
+    np.testing.assert_array_equal(our_vjp(g)[0], ref_vjp(g)[0])

@@ -366,7 +366,11 @@ def _pool(value, ksize, strides, padding, data_format, init, reducer, fn):
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
     """``tf.nn.max_pool``."""
     value = value if value is not None else input
-    return _pool(value, ksize, strides, padding, data_format, -jnp.inf, jax.lax.max, "max_pool")[0]
+    _nhwc_only(data_format, "max_pool")
+    x = jnp.asarray(value)
+    n = x.ndim - 2
+    window = _strides(ksize, n, "ksize")
+    return convolution.max_pool(x, window, _strides(strides, n, "strides"), padding.upper())
 
 
 @op
