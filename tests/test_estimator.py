@@ -583,7 +583,7 @@ def test_removed_model_dir_is_written_again(tmp_path):
     assert ckpt.checkpoint_step(e.latest_checkpoint()) == 3
 
 
-def test_the_last_batchs_program_is_compiled_while_the_others_run(tmp_path):
+def test_the_last_batchs_program_is_compiled_while_the_others_run(tmp_path, monkeypatch):
     # 40 rows, batches of 16, one epoch: 16, 16 and a last batch of 8, whose size
     # numpy_input_fn knows in advance; its program compiles in the background.
     fn = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=1, shuffle=False)
@@ -603,10 +603,22 @@ def test_the_last_batchs_program_is_compiled_while_the_others_run(tmp_path):
                     time.sleep(0.05)
                 self.compiled = compiler.compile_count
 
+    options = []  # the compiler options of each train program's compile
+    compile_lowered = jax.stages.Lowered.compile
+
+    def recording(lowered, compiler_options=None):
+        if "train_step" in lowered.as_text()[:300]:
+            options.append(compiler_options)
+        return compile_lowered(lowered, compiler_options=compiler_options)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", recording)
     e = make(tmp_path, log_step_count_steps=None, steps_per_execution=1)
     hook = BeforeTheLast()
     e.train(fn, hooks=[hook])
     assert hook.compiled == 2  # ready before the last batch arrived
+    # The last batch's program runs once: compiled for compile speed (XLA's backend
+    # optimization level 0); the full batches' for run speed (XLA's defaults).
+    assert sorted(options, key=bool) == [None, {"xla_backend_optimization_level": 0}]
     assert e.get_variable_value("global_step") == 3
     assert e.runtime.compile_counts()["train"] == 2
 

@@ -192,13 +192,17 @@ class StepCompiler:
 
         return self._finish(key, future, compile_entry)
 
-    def precompile(self, leading: tuple, batch) -> None:
+    def precompile(self, leading: tuple, batch, *, once: bool = False) -> None:
         """Prepares the program for ``batch``'s signature: traces and lowers it now (in the
         calling thread: ``model_fn`` is never traced in two threads at once) and compiles it
         in a background thread (XLA compiles without the GIL, on another core), so that a
         call reaching it finds it ready or waits for it. ``leading`` and ``batch`` may be
         ``jax.ShapeDtypeStruct`` trees; a failure raises in the call that needs the
-        program."""
+        program. Nothing happens when the program exists or is being compiled.
+
+        ``once``: the program runs about once per call (a shorter last batch), so it is
+        compiled for compile speed rather than run speed (XLA's backend optimization level
+        0: a third less compile time, and the compile it runs beside finishes sooner)."""
         key = signature(batch)
         _, future, owner = self._claim(key)
         if not owner:
@@ -210,10 +214,13 @@ class StepCompiler:
                 del self._pending[key]
             future.set_exception(err)
             return
+        options = _FAST_COMPILE if once else None
 
         def compile_quietly():
             try:
-                self._finish(key, future, lambda: _Entry(lowered.compile(), info))
+                self._finish(
+                    key, future, lambda: _Entry(lowered.compile(compiler_options=options), info)
+                )
             except BaseException:  # noqa: BLE001 - raised by the call that needs it
                 pass
 

@@ -161,7 +161,8 @@ class Runtime:
     def _precompile_last_batch(self, compiler, leading: tuple, first, prefetcher) -> None:
         """When the input's last batch is known to be shorter (``numpy_input_fn``), prepares
         its program now and compiles it in the background, beside the first batch's program
-        and the full batches' run (one device; a mesh places an uneven batch differently)."""
+        and the full batches' run (one device; a mesh places an uneven batch differently).
+        It runs once per call, so it compiles for compile speed (``once``)."""
         size = getattr(prefetcher, "last_batch_size", None)
         leaves = jax.tree.leaves(first)
         if size is None or self.mesh is not None or not leaves:
@@ -176,7 +177,7 @@ class Runtime:
         last = jax.tree.map(
             lambda x: jax.ShapeDtypeStruct((size, *np.shape(x)[1:]), x.dtype), first
         )
-        compiler.precompile(abstract, last)
+        compiler.precompile(abstract, last, once=True)
 
     def _session(self, mode: str, runner, state: TrainState, hooks, info) -> Session:
         """The session hooks see; calls their ``after_create_session`` (TF's order: after
