@@ -86,7 +86,7 @@ class StepCompiler:
         self._jitted = jax.jit(self._program, donate_argnums=self.program.donate)
         self._init = jax.jit(functools.partial(init_state, model, mode))
         self._compiled: dict = {}
-        self._inits: dict = {}  # signature -> compiled init program
+        self._inits: dict = {}  # signature -> Future of the compiled init program
         self._pending: dict = {}  # signature -> Future of a compile in progress
         self._lock = threading.Lock()
         self._abstract_acc = None
@@ -103,16 +103,57 @@ class StepCompiler:
         The program runs once, so a small state's is compiled for compile speed rather
         than run speed (XLA's backend optimization level 0: a quarter of the compile time
         of random initializers); a large state's (over ``FAST_INIT_MAX`` values) as usual,
-        where filling the tables is what takes the time."""
+        where filling the tables is what takes the time. :meth:`precompile_init` may have
+        started its compile."""
+        args = (features, labels, self.model.key_data)
+        with self._lock:
+            future = self._inits.get(signature(args))
+        if future is None:
+            return self.place(self._compile_init(features, labels, background=False)(*args))
+        return self.place(future.result()(*args))
+
+    def precompile_init(self, features, labels) -> None:
+        """Traces the initial-state program for this batch signature now (in the calling
+        thread) and compiles it in a background thread, beside the step's program; nothing
+        when it exists or is compiling. A failure raises in :meth:`init_state`."""
+        self._compile_init(features, labels, background=True)
+
+    def _compile_init(self, features, labels, *, background: bool):
+        """The compiled initial-state program (None with ``background``: compiling)."""
         args = (features, labels, self.model.key_data)
         key = signature(args)
-        compiled = self._inits.get(key)
-        if compiled is None:
+        with self._lock:
+            if key in self._inits:
+                return None if background else self._inits[key].result()
+            future = self._inits[key] = concurrent.futures.Future()
+
+        def fail(err):
+            with self._lock:
+                del self._inits[key]  # a later call tries again
+            future.set_exception(err)
+
+        try:
             traced = self._init.trace(*args)
             size = sum(math.prod(x.shape) for x in jax.tree.leaves(traced.out_info))
+            lowered = traced.lower()
+        except BaseException as err:
+            fail(err)
+            if background:
+                return None
+            raise
+
+        def compile_init():
             options = _FAST_COMPILE if size <= FAST_INIT_MAX else None
-            compiled = self._inits[key] = traced.lower().compile(compiler_options=options)
-        return self.place(compiled(*args))
+            try:
+                future.set_result(lowered.compile(compiler_options=options))
+            except BaseException as err:  # noqa: BLE001 - raised by the caller or init_state
+                fail(err)
+
+        if background:
+            threading.Thread(target=compile_init, name="precompile_init", daemon=True).start()
+            return None
+        compile_init()
+        return future.result()
 
     def place(self, state: TrainState) -> TrainState:
         """``state`` on its devices: sharded over the mesh (``state_sharding``), else on

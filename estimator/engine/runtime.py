@@ -202,6 +202,8 @@ class Runtime:
             return None
         self.model.check_labels(first[1])
         abstract = self.states.abstract(compiler, first)
+        if latest is None:  # a fresh state: its program compiles beside the step's
+            compiler.precompile_init(first[0], first[1] if len(first) > 1 else None)
         # The last batch's program compiles beside the first's (both XLA compiles at once).
         self._precompile_last_batch(compiler, (abstract,), first, prefetcher)
         info = compiler.prepare_run(abstract, *first)
