@@ -23,24 +23,41 @@ class HostTransform:
     """The host phase of a canned estimator: feature columns, then the head's labels.
 
     Delegates ``to_config``/``assets``/``input_spec`` to the feature columns'
-    ``InputTransform`` (what exports record); labels are not part of serving.
+    ``InputTransform`` (what exports record); labels are not part of serving, and neither
+    is the weight column: as in TF, only training and evaluation need the weight feature
+    (the head raises TF's ``Feature w is not in features dictionary.`` without it), so
+    ``predict()`` and serving requests go without it.
 
     Args:
       transform: the feature columns' ``estimator.preprocessing.InputTransform``.
       head: a head with ``prepare_labels(np.ndarray) -> np.ndarray``.
+      weight: the weight column's own ``InputTransform``, applied when a batch has its
+        feature (None: no weight column).
     """
 
-    def __init__(self, transform: est.preprocessing.InputTransform, head) -> None:
+    def __init__(self, transform: est.preprocessing.InputTransform, head, weight=None) -> None:
         self.transform = transform
         self.head = head
+        self.weight = weight
 
     @property
     def row_wise(self) -> bool:
         """Row by row when the feature columns' transform is (labels always are)."""
-        return self.transform.row_wise
+        return self.transform.row_wise and (self.weight is None or self.weight.row_wise)
+
+    def features(self, features) -> dict:
+        """The feature columns' host phase of ``features``, with the weight column's when
+        the batch has that feature."""
+        out, _ = self.transform.apply(features, None)
+        if self.weight is not None and isinstance(features, dict):
+            keys = self.weight.input_spec()
+            if all(k in features for k in keys):
+                weights, _ = self.weight.apply({k: features[k] for k in keys}, None)
+                out = {**out, **weights}
+        return out
 
     def apply(self, features, labels=None):
-        features, _ = self.transform.apply(features, None)
+        features = self.features(features)
         if labels is not None:
             labels = self.head.prepare_labels(labels)
         return features, labels
@@ -100,9 +117,8 @@ def classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction):
 def host_transform(columns: tuple, weight_column, head) -> HostTransform:
     """The host phase of ``columns`` plus the weight column's feature, then the labels."""
     key, _ = weight_key(weight_column)
-    if key is not None:
-        columns = tuple(columns) + (fc.numeric_column(key),)
-    return HostTransform(fc.input_transform(columns), head)
+    weight = None if key is None else fc.input_transform([fc.numeric_column(key)])
+    return HostTransform(fc.input_transform(columns), head, weight)
 
 
 def regressor_head(label_dimension, weight_column, loss_reduction) -> RegressionHead:
@@ -125,6 +141,6 @@ def model_features(features, weight_column) -> dict:
             f"features should be a dictionary of `Tensor`s. Given type: {type(features)}"
         )
     key, normalizer = weight_key(weight_column)
-    if normalizer is not None:
+    if normalizer is not None and key in features:  # predict() goes without weights
         features = {**features, key: normalizer(features[key])}
     return features

@@ -33,8 +33,9 @@ class _Baseline(est.Estimator):
     def __init__(self, head, model_dir, weight_column, optimizer, config) -> None:
         key, _ = weight_key(weight_column)
         ops = [(_BATCH, est.preprocessing.BatchSize())]
+        weight = None
         if key is not None:
-            ops.append((key, fc.numeric_column(key).host_op))
+            weight = est.preprocessing.InputTransform([(key, fc.numeric_column(key).host_op)])
 
         def model_fn(features, labels, mode, config):
             del config
@@ -58,7 +59,7 @@ class _Baseline(est.Estimator):
             model_fn=model_fn,
             model_dir=model_dir,
             config=config,
-            input_transform=HostTransform(est.preprocessing.InputTransform(ops), head),
+            input_transform=HostTransform(est.preprocessing.InputTransform(ops), head, weight),
         )
 
     @property

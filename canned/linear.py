@@ -92,7 +92,11 @@ class _Linear(est.Estimator):
             loss_type = loss_type_of(head)  # TF raises this one at the first train()
             model_fn = sdca_model_fn(head, columns, optimizer, weight_column)
             transform = SDCAHostTransform(
-                transform.transform, head, optimizer.example_id_column, loss_type
+                transform.transform,
+                head,
+                optimizer.example_id_column,
+                loss_type,
+                transform.weight,
             )
         else:
             model_fn = _model_fn_for(

@@ -167,6 +167,42 @@ def test_binary_export_has_tfs_signatures(tmp_path):
     assert set(served.signatures["regression"](x=[1.0], c=["a"])) == {"outputs"}
 
 
+@pytest.mark.parametrize("kind", ["linear", "dnn", "baseline"])
+def test_the_weight_column_is_for_training_and_evaluation_only(tmp_path, kind):
+    # TF's canned estimators read the weight feature in the head's loss and metrics only:
+    # predict() and serving requests go without it; train() without it raises TF's message.
+    columns = [fc.numeric_column("x")]
+    make = {
+        "linear": lambda: canned.LinearClassifier(columns, str(tmp_path / "m"), weight_column="w"),
+        "dnn": lambda: canned.DNNClassifier([3], columns, str(tmp_path / "m"), weight_column="w"),
+        "baseline": lambda: canned.BaselineClassifier(str(tmp_path / "m"), weight_column="w"),
+    }[kind]
+    clf = make()
+    x = np.array([1.0, -1.0, 2.0, -2.0], np.float32)
+    y = np.array([1, 0, 1, 0], np.int32)
+    w = np.array([1.0, 2.0, 0.5, 1.0], np.float32)
+    clf.train(est.inputs.numpy_input_fn({"x": x, "w": w}, y, batch_size=4, shuffle=False), steps=2)
+    assert "accuracy" in clf.evaluate(
+        est.inputs.numpy_input_fn({"x": x, "w": w}, y, batch_size=4, shuffle=False)
+    )
+    preds = list(clf.predict(est.inputs.numpy_input_fn({"x": x}, batch_size=4, shuffle=False)))
+    assert len(preds) == 4
+    with_weights = clf.predict(est.inputs.numpy_input_fn({"x": x, "w": w}, shuffle=False))
+    for a, b in zip(preds, with_weights, strict=True):
+        np.testing.assert_array_equal(a["probabilities"], b["probabilities"])
+    receiver = est.export.build_parsing_serving_input_receiver_fn(
+        fc.make_parse_example_spec(columns)
+    )
+    served = est.export.load(clf.export_saved_model(str(tmp_path / "export"), receiver))
+    np.testing.assert_allclose(
+        served.signatures["predict"](x=x.tolist())["probabilities"],
+        [p["probabilities"] for p in preds],
+        atol=1e-6,
+    )
+    with pytest.raises(ValueError, match="^Feature w is not in features dictionary"):
+        clf.train(est.inputs.numpy_input_fn({"x": x}, y, batch_size=4, shuffle=False), steps=1)
+
+
 def test_census_example_runs_one_epoch(tmp_path):
     import importlib.util
 

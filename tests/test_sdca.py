@@ -357,17 +357,25 @@ def test_linear_estimators_match_tf(tmp_path, run):
 
 
 def _predicts_and_serves_without_example_ids(model, features, tmp_path):
-    # (The weight feature is still required: canned estimators read it in every mode.)
-    without_ids = {k: v for k, v in features.items() if k != "id"}
+    # Nor the weights (as TF, only training and evaluation read them); given, they change
+    # nothing, through predict() or a serving signature that parses them.
+    without_ids = {k: v for k, v in features.items() if k not in ("id", "w")}
     (batch,) = model.predict(lambda: without_ids, yield_single_examples=False)
-    spec = fc.make_parse_example_spec([*_columns(), fc.numeric_column("w")])
-    export = model.export_saved_model(
-        str(tmp_path / "export"), est.export.build_parsing_serving_input_receiver_fn(spec)
+    (weighted,) = model.predict(
+        lambda: {**without_ids, "w": features["w"]}, yield_single_examples=False
     )
-    served = est.export.load(export).signatures["serving_default"](
-        x=features["x"].tolist(), c=features["c"].tolist(), w=features["w"].tolist()
-    )
-    np.testing.assert_allclose(served["scores"][:, 1], batch["logistic"].ravel(), atol=1e-6)
+    np.testing.assert_array_equal(weighted["logistic"], batch["logistic"])
+    for spec, extra in [
+        (fc.make_parse_example_spec(_columns()), {}),
+        (fc.make_parse_example_spec([*_columns(), fc.numeric_column("w")]), {"w": features["w"]}),
+    ]:
+        export = model.export_saved_model(
+            str(tmp_path / "export"), est.export.build_parsing_serving_input_receiver_fn(spec)
+        )
+        served = est.export.load(export).signatures["serving_default"](
+            **{k: v.tolist() for k, v in {**without_ids, **extra}.items()}
+        )
+        np.testing.assert_allclose(served["scores"][:, 1], batch["logistic"].ravel(), atol=1e-6)
 
 
 def test_errors_name_the_problem(tmp_path):

@@ -133,9 +133,14 @@ class _RNNHostTransform(HostTransform):
     (per step, masked by the lengths, for a sequential head)."""
 
     def __init__(
-        self, transform, head: Head, length_keys: tuple[str, ...], sequence_keys: tuple[str, ...]
+        self,
+        transform,
+        head: Head,
+        length_keys: tuple[str, ...],
+        sequence_keys: tuple[str, ...],
+        weight=None,
     ) -> None:
-        super().__init__(transform, head)
+        super().__init__(transform, head, weight)
         self._length_keys = length_keys
         self._sequence_keys = sequence_keys
 
@@ -145,7 +150,7 @@ class _RNNHostTransform(HostTransform):
         return [[(key, 1) for key in self._sequence_keys]]
 
     def apply(self, features, labels=None):
-        features, _ = self.transform.apply(features, None)
+        features = self.features(features)
         steps = max(features[k].shape[1] for k in self._sequence_keys)
         for key in self._sequence_keys:  # padded alike: ids with -1, values with NaN
             value = features[key]
@@ -311,7 +316,8 @@ class RNNEstimator(est.Estimator):
         extra = (fc.numeric_column(key),) if key is not None and not return_sequences else ()
         if key is not None and return_sequences:
             extra = (fc.sequence_numeric_column(key),)
-        transform = fc.input_transform(sequence_columns + context_columns + extra)
+        transform = fc.input_transform(sequence_columns + context_columns)
+        weight = fc.input_transform(extra) if extra else None
         length_keys = tuple(dict.fromkeys(_length_key(c) for c in sequence_columns))
         sequence_keys = tuple(dict.fromkeys(_sequence_key(c) for c in sequence_columns))
         mask_key = head.input_sequence_mask_key if return_sequences else None
@@ -321,7 +327,7 @@ class RNNEstimator(est.Estimator):
             del config
             if return_sequences:
                 features = model_features(features, None)
-                if key is not None:  # per-step weights [B, T]; NaN marks padding
+                if key is not None and key in features:  # per-step [B, T]; NaN: padding
                     weights = features[key].reshape(features[key].shape[:2])
                     features = {**features, key: jnp.where(jnp.isnan(weights), 0.0, weights)}
             else:
@@ -345,7 +351,7 @@ class RNNEstimator(est.Estimator):
             model_fn=model_fn,
             model_dir=model_dir,
             config=config,
-            input_transform=_RNNHostTransform(transform, head, length_keys, sequence_keys),
+            input_transform=_RNNHostTransform(transform, head, length_keys, sequence_keys, weight),
         )
 
     @property

@@ -159,8 +159,10 @@ class SDCAHostTransform(HostTransform):
     fingerprints under ``example_id_column``; binary labels checked to be 0 or 1 (TF's
     ``ConvertLabel``)."""
 
-    def __init__(self, transform, head, example_id_column: str, loss_type: str) -> None:
-        super().__init__(transform, head)
+    def __init__(
+        self, transform, head, example_id_column: str, loss_type: str, weight=None
+    ) -> None:
+        super().__init__(transform, head, weight)
         self._key = example_id_column
         self._binary = get_loss(loss_type).binary
 

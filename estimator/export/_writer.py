@@ -62,7 +62,7 @@ def _signature_file(name: str) -> str:
 class _Inputs:
     """One signature's inputs and the host steps that turn them into device features."""
 
-    def __init__(self, specs: dict, receiver, transform, group: str | None):
+    def __init__(self, specs: dict, receiver, transform, group: str | None, ties=None):
         self.specs = specs  # receiver tensors: name -> ShapeDtypeStruct (None = any size)
         self.receiver = receiver
         self.parse_spec = (
@@ -82,6 +82,7 @@ class _Inputs:
         # receiver subgraph"), so the function only runs for the main group.
         self.device_fn = receiver.features if computed and group is None else None
         self.transform = transform
+        self.ties = ties  # the Estimator's transform's ``equal_dimensions`` (see _tie)
         if self.device_fn is not None:
             self.feature_keys = None
         elif computed:
@@ -202,16 +203,16 @@ def _device_specs(inputs: _Inputs, fixed_batch) -> tuple[Any, Any, dict]:
         dtype = jax.dtypes.canonicalize_dtype(x.dtype)
         return jax.ShapeDtypeStruct(tuple(dims), dtype)
 
-    features = _tie(jax.tree.map(spec, a[0], b[0]), inputs.transform)
+    features = _tie(jax.tree.map(spec, a[0], b[0]), inputs.ties)
     labels = None if a[1] is None else jax.tree.map(spec, a[1], b[1])
     return features, labels, a
 
 
-def _tie(features, transform):
+def _tie(features, groups):
     """One symbol for the dimensions the host transform makes equal: its optional
-    ``equal_dimensions()`` lists groups of ``(feature key, axis)`` (the steps of several
-    sequence features, padded alike), which the inputs alone would give separate symbols."""
-    groups = getattr(transform, "equal_dimensions", None)
+    ``equal_dimensions()`` (``groups``) lists groups of ``(feature key, axis)`` (the steps of
+    several sequence features, padded alike), which the inputs alone would give separate
+    symbols."""
     if groups is None or not isinstance(features, dict):
         return features
     features = dict(features)
@@ -409,7 +410,11 @@ def _export(
     if isinstance(base, bytes):
         base = base.decode()
     os.makedirs(base, exist_ok=True)
-    transform = runtime.input_transform
+    recorded = runtime.input_transform
+    # The signatures are traced through the host phase the manifest records and the loader
+    # replays (to_config), not the Estimator's own object, which may do more on the host
+    # than serving needs (a canned estimator's weight column, when a request brings it).
+    transform = None if recorded is None else InputTransform.from_config(recorded.to_config())
     exporter = _Exporter(runtime, path, platforms)
     signatures: dict[str, dict] = {}
     blobs: dict[str, Any] = {}
@@ -424,7 +429,8 @@ def _export(
         groups = {None: receiver.receiver_tensors}
         groups.update(receiver.receiver_tensors_alternatives or {})
         for group, specs in groups.items():
-            inputs = _Inputs(specs, receiver, transform, group)
+            ties = getattr(recorded, "equal_dimensions", None)
+            inputs = _Inputs(specs, receiver, transform, group, ties)
             fixed = next((s.shape[0] for s in specs.values() if s.shape and s.shape[0]), None)
             made, features_spec, labels_spec = exporter.signatures(mode, inputs, group, fixed)
             device_inputs = jax.tree.map(
