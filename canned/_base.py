@@ -39,6 +39,7 @@ class HostTransform:
         self.transform = transform
         self.head = head
         self.weight = weight
+        self._weight_keys = () if weight is None else tuple(weight.input_spec())
 
     @property
     def row_wise(self) -> bool:
@@ -49,11 +50,10 @@ class HostTransform:
         """The feature columns' host phase of ``features``, with the weight column's when
         the batch has that feature."""
         out, _ = self.transform.apply(features, None)
-        if self.weight is not None and isinstance(features, dict):
-            keys = self.weight.input_spec()
-            if all(k in features for k in keys):
-                weights, _ = self.weight.apply({k: features[k] for k in keys}, None)
-                out = {**out, **weights}
+        keys = self._weight_keys
+        if keys and isinstance(features, dict) and all(k in features for k in keys):
+            weights, _ = self.weight.apply({k: features[k] for k in keys}, None)
+            out = {**out, **weights}
         return out
 
     def apply(self, features, labels=None):
