@@ -458,10 +458,8 @@ def conv2d(
 
 
 def _pool(rank, inputs, pool_size, strides, padding, data_format, init_value, op):
-    pad = _check_format(data_format, padding, rank)
-    inputs = jnp.asarray(inputs)
-    window = _tuple(pool_size, rank, "pool_size")
-    step = _tuple(strides, rank, "strides")
+    pad, inputs = _check_format(data_format, padding, rank), jnp.asarray(inputs)
+    window, step = _tuple(pool_size, rank, "pool_size"), _tuple(strides, rank, "strides")
     if op is jax.lax.max:
         return convolution.max_pool(inputs, window, step, pad)
     return jax.lax.reduce_window(inputs, init_value, op, (1, *window, 1), (1, *step, 1), pad)
