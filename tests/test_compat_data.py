@@ -249,3 +249,32 @@ def test_a_row_by_row_host_phase_runs_once_over_in_memory_slices():
     # A map must see the raw rows: such a pipeline keeps its host phase per batch.
     with_map = tf.data.Dataset.from_tensor_slices(rows).map(lambda f, y: (f, y + 1)).batch(4)
     assert with_map.map_rows(host_phase) is None
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        lambda d: d.shuffle(10).repeat().batch(4).take(40),  # batches across passes
+        lambda d: d.shuffle(10).repeat(7).batch(3),  # a shorter last batch
+        lambda d: d.shuffle(10).batch(4).repeat(5),  # passes of batches, each reshuffled
+        lambda d: d.repeat(3).shuffle(10).batch(4),  # shuffle after repeat: within each pass
+    ],
+    ids=["repeat-batch", "finite", "batch-repeat", "repeat-shuffle"],
+)
+def test_batches_gathered_in_chunks_are_the_batches_gathered_one_by_one(pipeline, monkeypatch):
+    data = tf.data.Dataset.from_tensor_slices(({"x": np.arange(10)}, np.arange(10) * 10))
+    dataset = pipeline(data)
+    monkeypatch.setattr(_columnar, "CHUNK_BATCHES", 1)
+    one_by_one = _elements(dataset)
+    monkeypatch.setattr(_columnar, "CHUNK_BATCHES", 3)  # chunks end inside passes
+    chunked = _elements(dataset)
+    assert len(chunked) == len(one_by_one) > 5
+    for (f1, l1), (f2, l2) in zip(chunked, one_by_one, strict=True):
+        np.testing.assert_array_equal(f1["x"], f2["x"])
+        np.testing.assert_array_equal(l1, f1["x"] * 10)  # rows stay whole
+        np.testing.assert_array_equal(l1, l2)
+    # Each pass of 10 rows is a permutation of them, and passes differ (reshuffled).
+    rows = np.concatenate([f["x"] for f, _ in chunked])
+    passes = rows[: len(rows) // 10 * 10].reshape(-1, 10)
+    assert all(sorted(p) == list(range(10)) for p in passes)
+    assert len({tuple(p) for p in passes}) > 1

@@ -77,6 +77,8 @@ CHILD = textwrap.dedent(
         out["read"] = increase()
     elif mode == "export":
         model.get_variable_names()  # the imports reading a checkpoint needs
+        import jax
+        jax.jit(lambda v: v + 1)(1)  # and XLA's compiler (an Estimator starts it on first use)
         start()
         receiver = est.export.build_parsing_serving_input_receiver_fn(
             fc.make_parse_example_spec(columns))

@@ -328,3 +328,15 @@ def test_replace_revalidates_and_keeps_other_fields():
     assert spec.loss is LOSS  # the original is unchanged
     with pytest.raises(ValueError, match="Missing loss."):
         spec._replace(loss=None)
+
+
+@pytest.mark.parametrize(
+    "seed", [0, 1, -1, 2**31 - 1, -(2**31), 2**31, 2**32 + 5, 2**40, 2**63 - 1]
+)
+def test_the_seeds_key_is_made_on_the_host_as_jax_makes_it(seed):
+    from estimator.model.function import seed_key_data
+
+    expected = np.asarray(jax.random.key_data(jax.random.key(seed)))  # JAX's threefry_seed
+    got = seed_key_data(seed)
+    assert got.dtype == np.uint32 and got.shape == (2,)
+    np.testing.assert_array_equal(got, expected)

@@ -12,11 +12,13 @@ import concurrent.futures
 import functools
 import math
 import threading
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import numpy as np
 
+from estimator.engine.eval_results import finalize
 from estimator.engine.steps import PROGRAMS, StepInfo, TrainState, batch_stats, bind, init_state
 from estimator.model.function import ModelFunction
 
@@ -38,6 +40,21 @@ def signature(batch) -> tuple:
 #: States up to this many values get an initial-state program compiled for compile speed.
 FAST_INIT_MAX = 1 << 20
 _FAST_COMPILE = {"xla_backend_optimization_level": 0}
+
+
+def compile_in_background(lowered: jax.stages.Lowered, options=None) -> concurrent.futures.Future:
+    """``lowered.compile(compiler_options=options)`` in a daemon thread (XLA compiles
+    without the GIL, on another core); the future holds the executable or the error."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run():
+        try:
+            future.set_result(lowered.compile(compiler_options=options))
+        except BaseException as err:  # noqa: BLE001 - raised by the future's reader
+            future.set_exception(err)
+
+    threading.Thread(target=run, name="compile", daemon=True).start()
+    return future
 
 
 class _Entry(NamedTuple):
@@ -87,14 +104,30 @@ class StepCompiler:
         self._init = jax.jit(functools.partial(init_state, model, mode))
         self._compiled: dict = {}
         self._inits: dict = {}  # signature -> Future of the compiled init program
+        self._init_trace: tuple | None = None  # (signature, trace), see abstract_state
         self._pending: dict = {}  # signature -> Future of a compile in progress
         self._lock = threading.Lock()
         self._abstract_acc = None
+        self._finalize = jax.jit(finalize)
+        self._finalizers: dict = {}  # accumulator signature -> Future of compiled finalize
 
     # ----- state ------------------------------------------------------------------------
     def abstract_state(self, features, labels) -> TrainState:
-        """The state's structure, shapes and dtypes (``model_fn`` traced in init mode)."""
-        return jax.eval_shape(self._init, features, labels, self.model.key_data)
+        """The state's structure, shapes and dtypes (``model_fn`` traced in init mode). The
+        trace is kept for the initial-state program (:meth:`precompile_init`), which then
+        does not trace ``model_fn`` again."""
+        args = (features, labels, self.model.key_data)
+        traced = self._init.trace(*args)
+        self._init_trace = (signature(args), traced)
+        return traced.out_info
+
+    def _traced_init(self, args) -> jax.stages.Traced:
+        """The init program's trace for ``args``: the one :meth:`abstract_state` kept (it
+        is used once: a large closed-over constant is not held longer) or a new one."""
+        kept, self._init_trace = self._init_trace, None
+        if kept is not None and kept[0] == signature(args):
+            return kept[1]
+        return self._init.trace(*args)
 
     def init_state(self, features, labels) -> TrainState:
         """Freshly initialised variables (and optimizer state in TRAIN mode), placed as
@@ -133,7 +166,7 @@ class StepCompiler:
             future.set_exception(err)
 
         try:
-            traced = self._init.trace(*args)
+            traced = self._traced_init(args)
             size = sum(math.prod(x.shape) for x in jax.tree.leaves(traced.out_info))
             lowered = traced.lower()
         except BaseException as err:
@@ -169,6 +202,21 @@ class StepCompiler:
             stats = jax.eval_shape(bind(batch_stats, self.model), state, features, labels)[0]
             self._abstract_acc = stats
         return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), self._abstract_acc)
+
+    def finalizer(self, acc) -> Callable:
+        """``finalize`` (``estimator.engine.eval_results``) for accumulators like ``acc``:
+        traced now, compiled in a background thread while the evaluation runs (one device;
+        on a mesh it compiles when called)."""
+        if self.state_sharding is not None:
+            return self._finalize
+        key = signature(acc)
+        with self._lock:
+            future = self._finalizers.get(key)
+        if future is None:
+            future = compile_in_background(self._finalize.trace(acc).lower())
+            with self._lock:
+                self._finalizers[key] = future
+        return lambda value: future.result()(value)
 
     # ----- compiling --------------------------------------------------------------------
     def _arguments(self, leading: tuple, batches: list) -> tuple:

@@ -24,7 +24,7 @@ from estimator import checkpoint as ckpt
 from estimator import distribute
 from estimator.engine.compiler import StepCompiler
 from estimator.engine.default_hooks import default_training_hooks
-from estimator.engine.eval_results import finalize, host_value
+from estimator.engine.eval_results import host_value
 from estimator.engine.interrupt import SignalGuard
 from estimator.engine.loop import (
     EvalRunner,
@@ -89,7 +89,6 @@ class Runtime:
         )
         self._compilers: dict[str, StepCompiler] = {}
         self._checkpointer: ckpt.Checkpointer | None = None
-        self._finalize = jax.jit(finalize)
         self.states = StateSource(
             model, self.model_dir, warm_start_from, self._sharding, self._compilers
         )
@@ -202,6 +201,7 @@ class Runtime:
             return None
         self.model.check_labels(first[1])
         abstract = self.states.abstract(compiler, first)
+        compiler.precompile((abstract,), first)
         if latest is None:  # a fresh state: its program compiles beside the step's
             compiler.precompile_init(first[0], first[1] if len(first) > 1 else None)
         # The last batch's program compiles beside the first's (both XLA compiles at once).
@@ -271,12 +271,17 @@ class Runtime:
             ) from None
         self.model.check_labels(first[1])
         if state is None:
-            state = self.states.read(compiler, first, path, training=False)
+            # The program compiles while the checkpoint is read.
+            abstract = self.states.abstract(compiler, first)
         else:
-            state = state._replace(opt_state=None)
-        acc = compiler.empty_accumulator(state, *first)
+            state = abstract = state._replace(opt_state=None)
+        acc = compiler.empty_accumulator(abstract, *first)
+        compiler.precompile((abstract, acc), first)
+        self._precompile_last_batch(compiler, (abstract, acc), first, prefetcher)
+        if state is None:
+            state = self.states.read(compiler, first, path, training=False, abstract=abstract)
+        finalize_metrics = compiler.finalizer(acc)
         info = compiler.prepare_run(state, acc, *first)
-        self._precompile_last_batch(compiler, (state, acc), first, prefetcher)
         all_hooks = hooks + list(info.hooks)
         logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
         start = time.time()
@@ -288,7 +293,7 @@ class Runtime:
             run_loop(session, all_hooks, prefetcher, num_steps=steps, guard=guard)
         guard.raise_if_received()
         runner.flush()
-        metrics, loss = jax.device_get(self._finalize(runner.accumulator))
+        metrics, loss = jax.device_get(finalize_metrics(runner.accumulator))
         results = {k: host_value(v) for k, v in metrics.items()}
         results["loss"] = float(loss)
         results["global_step"] = int(session.global_step)

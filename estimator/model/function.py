@@ -54,6 +54,20 @@ def verify_model_fn_args(model_fn: Callable, params) -> None:
         raise ValueError(f"model_fn ({model_fn}) has following not expected args: {unexpected}")
 
 
+def seed_key_data(seed: int) -> np.ndarray:
+    """``jax.random.key_data(jax.random.key(seed))``, shape ``(2,)`` ``uint32``, computed
+    on the host for JAX's default key (threefry, 32-bit integers: ``[0, seed mod 2**32]``,
+    JAX's ``threefry_seed``); other configurations ask JAX. Making the key with JAX runs
+    two eager ops, each a program to compile, before anything else can start."""
+    if (
+        jax.config.jax_default_prng_impl == "threefry2x32"
+        and not jax.config.jax_enable_x64
+        and -(2**63) <= seed < 2**63
+    ):
+        return np.array([0, seed & 0xFFFFFFFF], np.uint32)
+    return np.asarray(jax.random.key_data(jax.random.key(seed)))
+
+
 class ModelFunction:
     """A user's ``model_fn`` with its params, config and random seed.
 
@@ -72,11 +86,10 @@ class ModelFunction:
         self.model_fn = model_fn
         self.params = params
         self.config = config
-        self.base_key = jax.random.key(seed)
         # The key as data (uint32), passed to compiled steps as an argument (the state's
         # ``rng``), so a program does not depend on the seed: Estimators with other seeds
         # reuse it (persistent compilation cache) instead of compiling their own.
-        self.key_data = np.asarray(jax.random.key_data(self.base_key))
+        self.key_data = seed_key_data(seed)
         self.arg_names = set(fn_args(model_fn))
         self.trace_count = 0
         self.sparse_plans: dict = {}  # see estimator.engine.steps._sparse_tables
@@ -156,10 +169,16 @@ class ModelFunction:
 
         def public_model_fn(features, labels, mode, config):
             model = ModelFunction(self.model_fn, self.params, config, 0)
-            model.base_key, model.key_data = self.base_key, self.key_data
+            model.key_data = self.key_data
             return model.apply(mode, features, labels)[0]
 
         return public_model_fn
+
+    @property
+    def base_key(self) -> jax.Array:
+        """``jax.random.key(seed)``, made where it is used (in a trace it is part of the
+        program; outside one, an eager op)."""
+        return jax.random.wrap_key_data(self.key_data)
 
     def _key(self, key_data) -> jax.Array:
         return self.base_key if key_data is None else jax.random.wrap_key_data(key_data)

@@ -200,7 +200,13 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
             f"Rank mismatch: Rank of labels (received {labels.ndim}) should equal rank of logits "
             f"minus 1 (received {logits.ndim})."
         )
-    picked = jnp.take_along_axis(logits, labels[..., None], axis=-1)[..., 0]
+    # The label's logit as a masked sum, not a gather: elementwise work XLA fuses with the
+    # logsumexp, and whose gradient is a select rather than a scatter (fewer kernels to
+    # compile and run). A label outside [0, classes) gives NaN (TF's GPU kernel; its CPU
+    # kernel raises, which a jitted step cannot).
+    n = logits.shape[-1]
+    picked = jnp.sum(jnp.where(labels[..., None] == jnp.arange(n), logits, 0), axis=-1)
+    picked = jnp.where((labels >= 0) & (labels < n), picked, jnp.nan)
     return jax.nn.logsumexp(logits, axis=-1) - picked
 
 

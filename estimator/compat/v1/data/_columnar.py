@@ -13,6 +13,7 @@ numbers maps each to its batch, and the operations after ``batch`` are grain's.
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,19 +41,40 @@ class _Rows:
         return positions
 
 
+#: A batch read in order comes from a gather of up to this many bytes of rows ...
+CHUNK_BYTES = 4 << 20
+#: ... and of at most this many batches.
+CHUNK_BATCHES = 64
+
+#: Passes of a reshuffled dataset are permuted this many rows at a time (a block of passes).
+SHUFFLE_BLOCK_ROWS = 1 << 16
+
+
 class _Shuffled:
-    """A random permutation of each pass of a finite parent (drawn anew per pass)."""
+    """A random permutation of each pass of a finite parent (drawn anew per pass).
+
+    Under ``repeat`` a small dataset has a pass every few batches; its permutations are
+    drawn for a block of passes at once (one generator, ``Generator.permuted`` row by
+    row), not a seeded generator per pass."""
 
     def __init__(self, parent, seed: int, reshuffle: bool) -> None:
         self.parent = parent
         self.length = parent.length
         self.seed = seed
         self.reshuffle = reshuffle
+        self.block = max(1, SHUFFLE_BLOCK_ROWS // max(1, self.length))
 
-    @functools.lru_cache(maxsize=4)  # noqa: B019 (a few live passes per iterator)
     def permutation(self, path: tuple) -> np.ndarray:
-        key = [self.seed, *path] if self.reshuffle else [self.seed]
-        return np.random.default_rng(key).permutation(self.length)
+        if not (self.reshuffle and path):
+            return self._permutations((self.seed,))[0]
+        block, row = divmod(path[-1], self.block)
+        return self._permutations((self.seed, *path[:-1], block))[row]
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019 (a few live blocks per iterator)
+    def _permutations(self, key: tuple) -> np.ndarray:
+        rows = self.block if self.reshuffle and len(key) > 1 else 1
+        passes = np.broadcast_to(np.arange(self.length), (rows, self.length))
+        return np.random.default_rng(list(key)).permuted(passes, axis=1)
 
     def __call__(self, positions, path):
         return self.parent(self.permutation(path)[positions], path)
@@ -74,9 +96,14 @@ class _Repeated:
             return positions
         passes, inner = np.divmod(positions, length)
         first, last = int(passes.min()), int(passes.max())
-        if first == last:  # the usual batch: within one pass
+        if first == last:  # a batch within one pass
             return self.parent(inner, path + (first,))
         out = np.empty_like(positions)
+        if np.all(passes[1:] >= passes[:-1]):  # in order (a run of batches): one slice a pass
+            bounds = np.searchsorted(passes, np.arange(first, last + 2))
+            for p, lo, hi in zip(range(first, last + 1), bounds[:-1], bounds[1:], strict=True):
+                out[lo:hi] = self.parent(inner[lo:hi], path + (p,))
+            return out
         for p in range(first, last + 1):
             mask = passes == p
             if mask.any():
@@ -160,13 +187,24 @@ class ColumnarPlan:
     """A pipeline the columnar executor runs (see the module docstring)."""
 
     def __init__(self, tree, index, maps, batch_size, drop_remainder, after, seed) -> None:
-        self.tree = tree
+        self.tree = tree  # (its leaves and structure: see the property)
         self.index = index
         self.maps = maps
         self.batch_size = batch_size
         self.drop_remainder = drop_remainder
         self.after = after
         self.seed = seed
+        self._chunk: tuple | None = None  # ((pass, chunk number), gathered leaves)
+
+    @property
+    def tree(self):
+        """The source's columns (a pytree of arrays with the rows first)."""
+        return self._treedef.unflatten(self._leaves)
+
+    @tree.setter
+    def tree(self, tree) -> None:
+        self._leaves, self._treedef = jax.tree.flatten(tree)
+        self._chunk = None
 
     def _per_pass(self) -> int | None:
         length = self.index.length
@@ -181,17 +219,41 @@ class ColumnarPlan:
         # reshuffle_each_iteration): it is run here, in the index space.
         return bool(self.after) and self.after[0].kind == "repeat" and self.index.length is not None
 
-    def _batch(self, g: int, per_pass: int | None, repeated: bool):
-        p, b = (0, g) if per_pass is None or per_pass == 0 else divmod(g, per_pass)
-        start = b * self.batch_size
-        stop = start + self.batch_size
+    def _rows(self, p: int, start: int, stop: int, repeated: bool):
+        """The source's rows at stream positions ``start:stop`` of pass ``p``, gathered."""
         if self.index.length is not None:
             stop = min(stop, self.index.length)
         rows = self.index(np.arange(start, stop), (p,) if repeated else ())
-        element = jax.tree.map(lambda a: a[rows], self.tree)
+        return [a[rows] for a in self._leaves]
+
+    def _batch(self, g: int, per_pass: int | None, repeated: bool, chunk: int = 1):
+        """Batch ``g``. With ``chunk`` > 1 the rows of ``chunk`` batches in a row are
+        gathered at once (one index computation and one gather per leaf) and kept until
+        the next chunk is asked for: a sequential read costs a slice per batch."""
+        p, b = (0, g) if per_pass is None or per_pass == 0 else divmod(g, per_pass)
+        size = self.batch_size
+        if chunk == 1:
+            leaves = self._rows(p, b * size, b * size + size, repeated)
+        else:
+            c, k = divmod(b, chunk)
+            if self._chunk is None or self._chunk[0] != (p, c):
+                rows = self._rows(p, c * chunk * size, (c + 1) * chunk * size, repeated)
+                self._chunk = ((p, c), rows)
+            leaves = [a[k * size : k * size + size] for a in self._chunk[1]]
+        element = self._treedef.unflatten(leaves)
         for fn in self.maps:
             element = jax.tree.map(np.asarray, fn(element))
         return element
+
+    def _chunk_batches(self) -> int:
+        """How many batches :meth:`_batch` gathers at once: up to ``CHUNK_BYTES`` of rows
+        and ``CHUNK_BATCHES`` batches when batches are read in order (no shuffle after
+        ``batch``), else 1."""
+        if any(op.kind == "shuffle" for op in self.after):
+            return 1
+        row_bytes = sum(a.itemsize * math.prod(a.shape[1:]) for a in self._leaves)
+        rows = CHUNK_BYTES // max(1, row_bytes)
+        return int(np.clip(rows // self.batch_size, 1, CHUNK_BATCHES))
 
     def last_batch_size(self) -> int | None:
         """The last batch's size when shorter than ``batch_size`` and nothing after
@@ -210,9 +272,10 @@ class ColumnarPlan:
             total = sys.maxsize
         else:
             total = per_pass * passes
-        ds = grain.MapDataset.range(total).map(
-            functools.partial(self._batch, per_pass=per_pass, repeated=repeated)
+        batch = functools.partial(
+            self._batch, per_pass=per_pass, repeated=repeated, chunk=self._chunk_batches()
         )
+        ds = grain.MapDataset.range(total).map(batch)
         for position, op in enumerate(after):
             if op.kind == "map":
                 fn = op.args[0]
