@@ -409,3 +409,18 @@ def test_logging_goes_to_the_tensorflow_logger(caplog):
     finally:
         for name, level in before.items():
             logging.getLogger(name).setLevel(level)
+
+
+def test_sparse_softmax_cross_entropy_needs_no_gather_and_gives_nan_outside_the_classes():
+    logits = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]], np.float32)
+
+    def loss(x, labels):
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x).sum()
+
+    # The label's logit is a masked sum: no gather forward, no scatter in the gradient.
+    jaxpr = str(jax.make_jaxpr(jax.grad(loss))(logits, np.array([2, 0])))
+    assert "gather" not in jaxpr and "scatter" not in jaxpr
+    # log(e^1 + e^2 + e^0.5) - 0.5 = 2.4644 - 0.5 (row 0, label 2).
+    out = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=np.array([2, 3]), logits=logits)
+    np.testing.assert_allclose(out[0], np.log(np.exp([1.0, 2.0, 0.5]).sum()) - 0.5, rtol=1e-6)
+    assert np.isnan(out[1])  # label 3 of 3 classes (TF's GPU kernel: NaN; its CPU kernel raises)

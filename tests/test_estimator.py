@@ -283,6 +283,34 @@ def test_evaluate_given_checkpoint(tmp_path):
         e.evaluate(eval_input(), checkpoint_path=str(tmp_path / "nowhere"))
 
 
+def test_a_fresh_train_traces_model_fn_once_for_its_initial_state(tmp_path):
+    # One trace gives the state's shapes and the initial-state program (jax caches it);
+    # the step's program traces model_fn for its sparse tables, its outputs' shapes and
+    # the step: 4 traces. 40 examples in batches of 8: no shorter last batch, one program.
+    e = make(tmp_path)
+    e.train(train_input(epochs=1), steps=5)
+    assert e.trace_count == 4
+    assert e.runtime.compile_counts() == {"train": 1}
+
+
+def test_evaluate_compiles_its_program_while_the_checkpoint_is_read(tmp_path, monkeypatch):
+    make(tmp_path).train(train_input(), steps=2)
+    e = make(tmp_path)  # a new Estimator: evaluate() reads the checkpoint
+    seen = []
+    original = ckpt.restore
+
+    def restore(*args, **kwargs):
+        compiler = e.runtime.compiler("eval")
+        seen.append(len(compiler._pending) + len(compiler._compiled))  # started before
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ckpt, "restore", restore)
+    assert e.evaluate(eval_input())["global_step"] == 2
+    # 40 examples in batches of 16: the full batches' program and the last batch's (8).
+    assert seen == [2]
+    assert e.runtime.compile_counts()["eval"] == 2
+
+
 def test_evaluate_and_predict_do_not_retrace_or_reload(tmp_path, monkeypatch):
     e = make(tmp_path)
     e.train(train_input(), steps=2)

@@ -104,7 +104,6 @@ class StepCompiler:
         self._init = jax.jit(functools.partial(init_state, model, mode))
         self._compiled: dict = {}
         self._inits: dict = {}  # signature -> Future of the compiled init program
-        self._init_trace: tuple | None = None  # (signature, trace), see abstract_state
         self._pending: dict = {}  # signature -> Future of a compile in progress
         self._lock = threading.Lock()
         self._abstract_acc = None
@@ -113,21 +112,9 @@ class StepCompiler:
 
     # ----- state ------------------------------------------------------------------------
     def abstract_state(self, features, labels) -> TrainState:
-        """The state's structure, shapes and dtypes (``model_fn`` traced in init mode). The
-        trace is kept for the initial-state program (:meth:`precompile_init`), which then
-        does not trace ``model_fn`` again."""
-        args = (features, labels, self.model.key_data)
-        traced = self._init.trace(*args)
-        self._init_trace = (signature(args), traced)
-        return traced.out_info
-
-    def _traced_init(self, args) -> jax.stages.Traced:
-        """The init program's trace for ``args``: the one :meth:`abstract_state` kept (it
-        is used once: a large closed-over constant is not held longer) or a new one."""
-        kept, self._init_trace = self._init_trace, None
-        if kept is not None and kept[0] == signature(args):
-            return kept[1]
-        return self._init.trace(*args)
+        """The state's structure, shapes and dtypes (``model_fn`` traced in init mode; the
+        initial-state program's compile reuses the trace, which jax caches)."""
+        return jax.eval_shape(self._init, features, labels, self.model.key_data)
 
     def init_state(self, features, labels) -> TrainState:
         """Freshly initialised variables (and optimizer state in TRAIN mode), placed as
@@ -166,7 +153,7 @@ class StepCompiler:
             future.set_exception(err)
 
         try:
-            traced = self._traced_init(args)
+            traced = self._init.trace(*args)
             size = sum(math.prod(x.shape) for x in jax.tree.leaves(traced.out_info))
             lowered = traced.lower()
         except BaseException as err:
