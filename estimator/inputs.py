@@ -467,6 +467,12 @@ def check_int_range(value: np.ndarray, dtype, what: str) -> None:
     )
 
 
+def host_batches(mesh) -> bool:
+    """Whether batches reach the step as host arrays (internal): on one CPU device, where
+    the host buffer is the device buffer (see :func:`placement`)."""
+    return mesh is None and jax.default_backend() == "cpu"
+
+
 def placement(mesh) -> Callable:
     """How a batch reaches the device(s) (internal).
 
@@ -476,9 +482,9 @@ def placement(mesh) -> Callable:
     sharded over the mesh's first axis; a batch that does not split evenly (the last one)
     is replicated instead.
     """
+    if host_batches(mesh):
+        return lambda batch: batch
     if mesh is None:
-        if jax.default_backend() == "cpu":
-            return lambda batch: batch
         return jax.device_put
     axis = mesh.axis_names[0]
     n = mesh.shape[axis]

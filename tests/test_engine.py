@@ -186,6 +186,27 @@ def test_a_fused_call_equals_its_single_steps():
     np.testing.assert_allclose(outputs["loss"], 4.0, rtol=1e-6)
 
 
+def test_stacked_and_switched_fused_calls_are_the_same_steps():
+    # Host batches are stacked into one [slots, ...] array per leaf (few call arguments);
+    # placed batches stay a tuple picked by lax.switch. Both run the same steps.
+    model = ModelFunction(linear_model_fn, {}, None, seed=0)
+    results = []
+    for host in (True, False):
+        compiler = StepCompiler(model, ModeKeys.TRAIN, steps_per_call=4, host_batches=host)
+        state = compiler.init_state(*batch(4))
+        for n, label in ((3, 5.0), (4, 1.0), (1, 2.0)):  # fewer steps than slots, and all
+            state, outputs, _ = compiler.multi(state, [batch(4, label=label + i) for i in range(n)])
+        args = compiler._arguments((state,), [batch(4)])
+        results.append((state, outputs, len(jax.tree.leaves(args))))
+    (stacked, out_stacked, n_stacked), (switched, out_switched, n_switched) = results
+    assert int(stacked.global_step) == int(switched.global_step) == 8
+    np.testing.assert_allclose(stacked.trainable["w"], switched.trainable["w"], rtol=1e-6)
+    np.testing.assert_allclose(out_stacked["loss"], out_switched["loss"], rtol=1e-6)
+    state_leaves = len(jax.tree.leaves(stacked))
+    assert n_stacked == state_leaves + 2 + 1  # x and the label, [4, ...] each; the count
+    assert n_switched == state_leaves + 4 * 2 + 1
+
+
 def test_estimator_runtime_counts_no_compile_on_repeated_calls(tmp_path):
     e = est.Estimator(linear_model_fn, str(tmp_path), est.RunConfig(tf_random_seed=1))
 

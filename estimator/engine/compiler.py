@@ -57,6 +57,26 @@ def compile_in_background(lowered: jax.stages.Lowered, options=None) -> concurre
     return future
 
 
+def _stack(batches: list, slots: int):
+    """``batches`` (of one signature) as one batch with ``slots`` first on every leaf:
+    ``[slots, ...]`` host arrays whose unused slots are zeros (never read), or
+    ``jax.ShapeDtypeStruct`` leaves for an abstract batch."""
+    leaves = [jax.tree.leaves(b) for b in batches]
+    treedef = jax.tree.structure(batches[0])
+    stacked = []
+    for column in zip(*leaves, strict=True):
+        first = column[0]
+        if isinstance(first, jax.ShapeDtypeStruct):
+            stacked.append(jax.ShapeDtypeStruct((slots, *first.shape), first.dtype))
+            continue
+        dtype = jax.dtypes.canonicalize_dtype(np.result_type(first))
+        out = np.zeros((slots, *np.shape(first)), dtype)
+        for i, value in enumerate(column):
+            out[i] = value
+        stacked.append(out)
+    return treedef.unflatten(stacked)
+
+
 class _Entry(NamedTuple):
     executable: jax.stages.Compiled
     info: StepInfo
@@ -76,6 +96,9 @@ class StepCompiler:
       state_sharding: ``state_sharding(state) -> pytree of shardings`` (None on one
         device).
       steps_per_call: the most steps one call runs (``RunConfig.steps_per_execution``).
+      host_batches: batches reach the program as host arrays (one CPU device: see
+        ``estimator.inputs.placement``); a fused call then stacks them (see
+        ``estimator.engine.steps._loop``).
 
     Attributes:
       info: the :class:`StepInfo` of the current run (see :meth:`prepare_run`).
@@ -85,7 +108,12 @@ class StepCompiler:
     """
 
     def __init__(
-        self, model: ModelFunction, mode: str, state_sharding=None, steps_per_call: int = 1
+        self,
+        model: ModelFunction,
+        mode: str,
+        state_sharding=None,
+        steps_per_call: int = 1,
+        host_batches: bool = True,
     ) -> None:
         self.model = model
         self.mode = mode
@@ -96,10 +124,12 @@ class StepCompiler:
         self.compile_count = 0
         self.call_count = 0
         self._step = bind(self.program.step, model)
+        # Batches still on the host are stacked into one array per leaf for a fused call.
+        self.stacked = self.steps_per_call > 1 and host_batches
         if self.steps_per_call == 1:
             self._program = self._step
         else:
-            self._program = bind(self.program.steps, model)
+            self._program = functools.partial(bind(self.program.steps, model), stacked=self.stacked)
         self._jitted = jax.jit(self._program, donate_argnums=self.program.donate)
         self._init = jax.jit(functools.partial(init_state, model, mode))
         self._compiled: dict = {}
@@ -212,6 +242,8 @@ class StepCompiler:
             (batch,) = batches
             return (*leading, *batch)
         count = np.int32(len(batches))
+        if self.stacked:
+            return (*leading, _stack(batches, self.steps_per_call), count)
         if count < self.steps_per_call:
             # Unused slots repeat the last batch, placed once: nothing more is transferred.
             filler = batches[-1]

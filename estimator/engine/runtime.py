@@ -39,7 +39,13 @@ from estimator.engine.loop import (
 from estimator.engine.state import StateSource
 from estimator.engine.steps import TrainState
 from estimator.hooks import basic as hooks_lib
-from estimator.inputs import Prefetcher, batch_pipeline, call_input_fn, placement
+from estimator.inputs import (
+    Prefetcher,
+    batch_pipeline,
+    call_input_fn,
+    host_batches,
+    placement,
+)
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 from estimator.model.strings import to_host
@@ -101,7 +107,11 @@ class Runtime:
         """The mode's :class:`StepCompiler` (made on first use)."""
         if mode not in self._compilers:
             self._compilers[mode] = StepCompiler(
-                self.model, mode, self._sharding, self.steps_per_execution
+                self.model,
+                mode,
+                self._sharding,
+                self.steps_per_execution,
+                host_batches=host_batches(self.mesh),
             )
         return self._compilers[mode]
 

@@ -325,45 +325,61 @@ def predict_step(model: ModelFunction, state: TrainState, features):
     return spec.predictions, outputs, info
 
 
-def _loop(step: Callable, outputs_of: Callable, carry, batches: tuple, n):
-    """Runs ``step(carry, batch) -> (carry, outputs, info)`` on ``batches[:n]`` in one
-    ``lax.fori_loop`` (the step is compiled once, whatever ``n``); returns the last step's
-    ``(carry, outputs, info)``. ``n`` is traced: 1 <= n <= len(batches).
+def _loop(step: Callable, outputs_of: Callable, carry, batches, n, stacked: bool):
+    """Runs ``step(carry, batch) -> (carry, outputs, info)`` on the first ``n`` batches in
+    one ``lax.fori_loop`` (the step is compiled once, whatever ``n``); returns the last
+    step's ``(carry, outputs, info)``. ``n`` is traced: 1 <= n <= the number of slots.
     ``outputs_of(carry, batch)`` gives the step's outputs alone (``model_fn`` forward): the
     loop carries them from zeros of their shapes.
 
-    A batch is picked with ``lax.switch`` over the arguments, not a stacked copy of them all,
-    so a call running fewer steps than it has slots (the slots are padded with the last
-    batch) moves only the batches it runs.
+    ``batches`` is either
+
+    * ``stacked``: one batch whose every leaf has the slots first (``[slots, ...]``), built
+      on the host (``StepCompiler``): a step takes slot ``i`` of each leaf. A call passes a
+      few arrays, not a few per slot (each argument of a call costs ~1.5 µs of dispatch).
+    * else a tuple of batches (placed on devices already, where stacking would be a device
+      copy): a step picks one with ``lax.switch``, so a call running fewer steps than it
+      has slots (the others repeat the last batch) moves only the batches it runs.
     """
     found = []
+    if stacked:
+        first = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), batches)
+
+        def pick(i):
+            return jax.tree.map(lambda x: jax.lax.dynamic_index_in_dim(x, i, 0, False), batches)
+    else:
+        first = batches[0]
+        branches = [functools.partial(lambda b: b, b) for b in batches]
+
+        def pick(i):
+            return jax.lax.switch(i, branches)
 
     def body(i, value):
-        carry, outputs, info = step(value[0], jax.lax.switch(i, pick))
+        carry, outputs, info = step(value[0], pick(i))
         found.append(info)
         return carry, outputs
 
-    pick = [functools.partial(lambda b: b, b) for b in batches]
-    shapes = jax.eval_shape(outputs_of, carry, batches[0])
+    shapes = jax.eval_shape(outputs_of, carry, first)
     zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
     carry, outputs = jax.lax.fori_loop(0, n, body, (carry, zeros))
     return carry, outputs, found[-1]
 
 
-def train_steps(model: ModelFunction, state: TrainState, batches: tuple, n):
+def train_steps(model: ModelFunction, state: TrainState, batches, n, stacked: bool = False):
     """The first ``n`` of ``batches`` as train steps in one call (one compiled program per
-    batch signature for any ``n`` up to ``len(batches)``); returns the last step's
-    ``(state', outputs, info)``."""
+    batch signature for any ``n`` up to the number of slots; ``stacked``: see
+    :func:`_loop`); returns the last step's ``(state', outputs, info)``."""
     return _loop(
         lambda s, b: train_step(model, s, *b),
         lambda s, b: _run(model, ModeKeys.TRAIN, s, *b)[2],
         state,
         batches,
         n,
+        stacked,
     )
 
 
-def eval_steps(model: ModelFunction, state: TrainState, acc, batches: tuple, n):
+def eval_steps(model: ModelFunction, state: TrainState, acc, batches, n, stacked: bool = False):
     """The first ``n`` of ``batches`` as evaluation steps in one call (as
     :func:`train_steps`)."""
     return _loop(
@@ -372,6 +388,7 @@ def eval_steps(model: ModelFunction, state: TrainState, acc, batches: tuple, n):
         acc,
         batches,
         n,
+        stacked,
     )
 
 
