@@ -336,7 +336,8 @@ def _loop(step: Callable, outputs_of: Callable, carry, batches, n, stacked: bool
 
     * ``stacked``: one batch whose every leaf has the slots first (``[slots, ...]``), built
       on the host (``StepCompiler``): a step takes slot ``i`` of each leaf. A call passes a
-      few arrays, not a few per slot (each argument of a call costs ~1.5 µs of dispatch).
+      few arrays, not a few per slot (each argument of a call costs ~1.5 µs of dispatch),
+      and the program has no ``slots``-way branch to compile.
     * else a tuple of batches (placed on devices already, where stacking would be a device
       copy): a step picks one with ``lax.switch``, so a call running fewer steps than it
       has slots (the others repeat the last batch) moves only the batches it runs.
@@ -345,8 +346,19 @@ def _loop(step: Callable, outputs_of: Callable, carry, batches, n, stacked: bool
     if stacked:
         first = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), batches)
 
-        def pick(i):
+        def take(i):
             return jax.tree.map(lambda x: jax.lax.dynamic_index_in_dim(x, i, 0, False), batches)
+
+        def pick(i):
+            # In a conditional (always true) the slices become buffers of their own, as
+            # lax.switch's are. Unconditional, XLA fuses the slicing into every consumer
+            # of the batch, which made the census linear model's step several times slower.
+            return jax.lax.cond(
+                i >= 0,
+                take,
+                lambda i: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), first),
+                i,
+            )
     else:
         first = batches[0]
         branches = [functools.partial(lambda b: b, b) for b in batches]
