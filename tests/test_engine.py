@@ -10,6 +10,7 @@ import optax
 import pytest
 
 import estimator as est
+from estimator.engine import compiler as compiler_lib
 from estimator.engine.compiler import StepCompiler
 from estimator.engine.loop import Session, run_loop
 from estimator.engine.steps import StepInfo, bind, init_state, train_step
@@ -186,7 +187,7 @@ def test_a_fused_call_equals_its_single_steps():
     np.testing.assert_allclose(outputs["loss"], 4.0, rtol=1e-6)
 
 
-def test_stacked_and_switched_fused_calls_are_the_same_steps():
+def test_stacked_and_switched_fused_calls_are_the_same_steps(monkeypatch):
     # Host batches are stacked into one [slots, ...] array per leaf (few call arguments);
     # placed batches stay a tuple picked by lax.switch. Both run the same steps.
     model = ModelFunction(linear_model_fn, {}, None, seed=0)
@@ -199,6 +200,12 @@ def test_stacked_and_switched_fused_calls_are_the_same_steps():
         args = compiler._arguments((state,), [batch(4)])
         results.append((state, outputs, len(jax.tree.leaves(args))))
     (stacked, out_stacked, n_stacked), (switched, out_switched, n_switched) = results
+    # Batches whose slots would take more than STACK_BYTES_MAX stay a tuple: stacking them
+    # would cost their memory again. Here 4 slots of 4 x 2 + 4 float32 = 192 bytes.
+    compiler = StepCompiler(model, ModeKeys.TRAIN, steps_per_call=4)
+    assert compiler.stacks(batch(4))
+    monkeypatch.setattr(compiler_lib, "STACK_BYTES_MAX", 191)
+    assert not compiler.stacks(batch(4))
     assert int(stacked.global_step) == int(switched.global_step) == 8
     np.testing.assert_allclose(stacked.trainable["w"], switched.trainable["w"], rtol=1e-6)
     np.testing.assert_allclose(out_stacked["loss"], out_switched["loss"], rtol=1e-6)
