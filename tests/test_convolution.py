@@ -48,10 +48,12 @@ def test_values_and_gradients_equal_lax(n, stride, pad, dilation, k, channels):
 
     @jax.jit  # one compile for both, rather than op by op
     def both(x, w, g):
-        return [(y, vjp(g)) for y, vjp in (jax.vjp(reference, x, w), jax.vjp(ours, x, w))]
+        pairs = [(y, vjp(g)) for y, vjp in (jax.vjp(reference, x, w), jax.vjp(ours, x, w))]
+        return pairs, ours(x, w)  # undifferentiated: the gathered patch matrix
 
-    (expected, ref_grads), (value, our_grads) = both(x, w, g)
+    ((expected, ref_grads), (value, our_grads)), forward = both(x, w, g)
     np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(forward, expected, rtol=1e-5, atol=1e-5)
     for ours_grad, ref_grad in zip(our_grads, ref_grads, strict=True):
         np.testing.assert_allclose(ours_grad, ref_grad, rtol=1e-4, atol=1e-4)
 
@@ -71,6 +73,23 @@ def test_few_input_channels_take_the_patch_matrix():
     assert "conv_general_dilated" not in few and "dot_general" in few
     many = _primitives(loss, jnp.ones((2, 8, 8, 32)), jnp.ones((3, 3, 32, 4)))
     assert many.count("conv_general_dilated") == 3
+
+
+def test_patches_are_one_gather_unless_their_input_is_differentiated():
+    # Data (or any input at evaluation): one gather builds the patch matrix, not 25 slices
+    # (a kernel each to compile). A differentiated input keeps the slices, whose gradient
+    # (their transpose) runs faster than the gather's scatter-add.
+    x, w = jnp.ones((2, 16, 16, 1)), jnp.ones((5, 5, 1, 8))
+
+    def loss(x, w):
+        return jnp.sum(conv(x, w, (1, 1), "SAME") ** 2)
+
+    forward = [e.primitive.name for e in _equations(jax.make_jaxpr(loss)(x, w).jaxpr)]
+    assert forward.count("gather") == 1 and "slice" not in forward
+    weights_only = jax.make_jaxpr(jax.grad(loss, argnums=1))(x, w)  # x is data
+    assert [e.primitive.name for e in _equations(weights_only.jaxpr)].count("gather") == 1
+    both = _primitives(loss, x, w)
+    assert "gather" not in both and both.count("slice") >= 25  # and the pad's transpose
 
 
 def test_large_patch_matrices_stay_convolutions(monkeypatch):
