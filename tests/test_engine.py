@@ -197,7 +197,7 @@ def test_stacked_and_switched_fused_calls_are_the_same_steps(monkeypatch):
         state = compiler.init_state(*batch(4))
         for n, label in ((3, 5.0), (4, 1.0), (1, 2.0)):  # fewer steps than slots, and all
             state, outputs, _ = compiler.multi(state, [batch(4, label=label + i) for i in range(n)])
-        args = compiler._arguments((state,), [batch(4)])
+        args = compiler._arguments((state,), [batch(4)], compiler.stacks(batch(4)))
         results.append((state, outputs, len(jax.tree.leaves(args))))
     (stacked, out_stacked, n_stacked), (switched, out_switched, n_switched) = results
     # Batches whose slots would take more than STACK_BYTES_MAX stay a tuple: stacking them

@@ -82,6 +82,7 @@ def _stack(batches: list, slots: int):
 class _Entry(NamedTuple):
     executable: jax.stages.Compiled
     info: StepInfo
+    stacked: bool  # the program takes stacked batches (see StepCompiler.stacks)
 
 
 class StepCompiler:
@@ -241,13 +242,14 @@ class StepCompiler:
         return lambda value: future.result()(value)
 
     # ----- compiling --------------------------------------------------------------------
-    def _arguments(self, leading: tuple, batches: list) -> tuple:
-        """The program's arguments for ``batches`` (1 to ``steps_per_call`` of them)."""
+    def _arguments(self, leading: tuple, batches: list, stacked: bool) -> tuple:
+        """The program's arguments for ``batches`` (1 to ``steps_per_call`` of them), in
+        the stacked form when ``stacked``."""
         if self.steps_per_call == 1:
             (batch,) = batches
             return (*leading, *batch)
         count = np.int32(len(batches))
-        if self.stacks(batches[0]):
+        if stacked:
             return (*leading, _stack(batches, self.steps_per_call), count)
         if count < self.steps_per_call:
             # Unused slots repeat the last batch, placed once: nothing more is transferred.
@@ -300,9 +302,9 @@ class StepCompiler:
         return size * self.steps_per_call <= STACK_BYTES_MAX
 
     def _lowered(self, leading: tuple, batch) -> tuple:
-        jitted = self._jitted[self.stacks(batch)]
-        traced = jitted.trace(*self._arguments(leading, [batch]))
-        return traced.lower(), traced.out_info[-1]
+        stacked = self.stacks(batch)
+        traced = self._jitted[stacked].trace(*self._arguments(leading, [batch], stacked))
+        return traced.lower(), traced.out_info[-1], stacked
 
     def _entry(self, leading: tuple, batch) -> _Entry:
         """The compiled program for ``batch``'s signature: from the cache, from a compile in
@@ -315,8 +317,8 @@ class StepCompiler:
             return future.result()  # compiled in the background: wait for it (or its error)
 
         def compile_entry():
-            lowered, info = self._lowered(leading, batch)
-            return _Entry(lowered.compile(), info)
+            lowered, info, stacked = self._lowered(leading, batch)
+            return _Entry(lowered.compile(), info, stacked)
 
         return self._finish(key, future, compile_entry)
 
@@ -336,7 +338,7 @@ class StepCompiler:
         if not owner:
             return
         try:
-            lowered, info = self._lowered(leading, batch)
+            lowered, info, stacked = self._lowered(leading, batch)
         except BaseException as err:  # noqa: BLE001 - raised by the call that needs it
             with self._lock:
                 del self._pending[key]
@@ -347,7 +349,9 @@ class StepCompiler:
         def compile_quietly():
             try:
                 self._finish(
-                    key, future, lambda: _Entry(lowered.compile(compiler_options=options), info)
+                    key,
+                    future,
+                    lambda: _Entry(lowered.compile(compiler_options=options), info, stacked),
                 )
             except BaseException:  # noqa: BLE001 - raised by the call that needs it
                 pass
@@ -393,7 +397,8 @@ class StepCompiler:
             )
         entry = self._entry(tuple(leading), batches[0])
         self.call_count += 1
-        return entry.executable(*self._arguments(tuple(leading), batches))
+        # The argument form was decided once, when the program was compiled.
+        return entry.executable(*self._arguments(tuple(leading), batches, entry.stacked))
 
     def compiled_signatures(self) -> list[tuple]:
         """The batch signatures of the compiled programs (one program each)."""
