@@ -6,13 +6,22 @@ from typing import Any
 
 import estimator as est
 from canned import feature_column as fc
-from canned.head import BinaryClassHead, MultiClassHead, RegressionHead
+from canned.head import (
+    BinaryClassHead,
+    LogisticRegressionHead,
+    MultiClassHead,
+    MultiHead,
+    MultiLabelHead,
+    PoissonRegressionHead,
+    RegressionHead,
+)
 
 __all__ = [
     "HostTransform",
     "check_columns",
     "classifier_head",
     "host_transform",
+    "masks_padding",
     "model_features",
     "regressor_head",
     "weight_key",
@@ -119,6 +128,26 @@ def host_transform(columns: tuple, weight_column, head) -> HostTransform:
     key, _ = weight_key(weight_column)
     weight = None if key is None else fc.input_transform([fc.numeric_column(key)])
     return HostTransform(fc.input_transform(columns), head, weight)
+
+
+_MASKING_HEADS = (
+    BinaryClassHead,
+    MultiClassHead,
+    MultiLabelHead,
+    RegressionHead,
+    PoissonRegressionHead,
+    LogisticRegressionHead,
+)
+
+
+def masks_padding(head) -> bool:
+    """Whether ``head`` reduces over examples only through a padded batch's row mask
+    (``estimator.model.padding``): this package's heads and a ``MultiHead`` of them. Not
+    ``SequentialHeadWrapper`` (its examples are time steps), nor a subclass, whose own
+    reductions are unknown."""
+    if type(head) is MultiHead:
+        return all(masks_padding(h) for h in head.heads)
+    return type(head) in _MASKING_HEADS
 
 
 def regressor_head(label_dimension, weight_column, loss_reduction) -> RegressionHead:

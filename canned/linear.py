@@ -22,6 +22,7 @@ from canned._base import (
     check_columns,
     classifier_head,
     host_transform,
+    masks_padding,
     model_features,
     regressor_head,
 )
@@ -60,7 +61,8 @@ def _model_fn_for(head, columns: tuple, optimizer, sparse_combiner: str, weight_
             features=features, mode=mode, logits=logits, labels=labels, optimizer=train_op
         )
 
-    return model_fn
+    # The linear model is row by row: a padded batch's mask only matters to the head.
+    return est.masks_padding(model_fn) if masks_padding(head) else model_fn
 
 
 class _Linear(est.Estimator):

@@ -53,6 +53,8 @@ from estimator.model.export_output import ClassificationOutput as Classification
 from estimator.model.export_output import ExportOutput as ExportOutput
 from estimator.model.export_output import PredictOutput as PredictOutput
 from estimator.model.export_output import RegressionOutput as RegressionOutput
+from estimator.model.padding import masks_padding as masks_padding
+from estimator.model.padding import row_mask as row_mask
 from estimator.model.spec import EstimatorSpec as EstimatorSpec
 from estimator.model.strings import IndexToString as IndexToString
 from estimator.model.strings import index_to_string as index_to_string
@@ -139,6 +141,8 @@ __all__ = [
     "EvalSpec",
     "TrainSpec",
     "train_and_evaluate",
+    "masks_padding",
+    "row_mask",
     "sparse_updates",
     "train_op_by_scope",
     "add_metrics",

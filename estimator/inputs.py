@@ -499,9 +499,13 @@ def placement(mesh) -> Callable:
     return place
 
 
-def batch_pipeline(result, mode: str, transform, place: Callable) -> Prefetcher:
+def batch_pipeline(
+    result, mode: str, transform, place: Callable, pad: Callable | None = None
+) -> Prefetcher:
     """The prepared batches of what ``input_fn`` returned (internal): the host-side
-    ``transform`` (feature columns, label vocabularies), canonical dtypes, placement.
+    ``transform`` (feature columns, label vocabularies), canonical dtypes, ``pad``
+    (``estimator.model.padding.RowPadding``: a shorter batch padded to the first one's
+    size, for a ``model_fn`` that masks padding; not in PREDICT mode), placement.
 
     A ``transform`` with ``row_wise`` set (the feature columns' ``InputTransform``) runs once
     over all rows of an in-memory input rather than on every batch of every epoch: an input
@@ -538,8 +542,11 @@ def batch_pipeline(result, mode: str, transform, place: Callable) -> Prefetcher:
                 if type(labels) is np.ndarray and labels.dtype in CANONICAL
                 else canonical(labels, "labels")
             )
+        if pad is not None:
+            features, labels = pad(features, labels)
         return place((features, labels))
 
     prefetcher = Prefetcher(batches, prepare)
-    prefetcher.last_batch_size = getattr(result, "last_batch_size", None)
+    if pad is None:  # else the last batch has the others' shape
+        prefetcher.last_batch_size = getattr(result, "last_batch_size", None)
     return prefetcher

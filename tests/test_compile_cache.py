@@ -77,15 +77,17 @@ def _run(tmp_path, cache, name):
     return json.loads(out.strip().splitlines()[-1])
 
 
-# One program per batch signature and mode: the batches of 32 and the last one of 4.
-PROGRAMS = {"train": 2, "eval": 2, "infer": 2}
+# One program per batch signature and mode: the batches of 32 and the last one of 4, except
+# where the canned linear model masks a padded last batch (train, eval; see
+# estimator.model.padding): there the batch of 4 runs in the program of 32.
+PROGRAMS = {"train": 1, "eval": 1, "infer": 2}
 
 
 def test_each_call_compiles_one_program_per_batch_shape_then_nothing(tmp_path):
     cache = str(tmp_path / "cache")
     first = _run(tmp_path, cache, "a")
     assert first["cache"] == cache
-    assert first["programs"] == {"train": 2}  # steps fused or single: the same program
+    assert first["programs"] == {"train": 1}  # steps fused or single: the same program
     assert first["programs_after"] == PROGRAMS
     # Backend compiles (jax.monitoring), auxiliary programs included (the initial state, the
     # metrics' final computation): a cold cache compiles...

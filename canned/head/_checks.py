@@ -22,6 +22,7 @@ from canned.head._labels import (
 )
 from canned.head.keys import Reduction
 from estimator.inputs import fn_args
+from estimator.model import padding
 
 VALIDATION_ERROR_MSG = "{} should be a list or a tuple. Given type: {}."
 _LOSS_FN_ARGS = ("labels", "logits", "features", "loss_reduction")
@@ -185,11 +186,40 @@ def get_weights_and_check_match_logits(
 ) -> jax.Array | None:
     """float32 weights ``[D0, ... DN, 1]`` (or the logits' shape when allowed); None if unset.
 
-    Weights one rank below the logits (``[B]``) gain a trailing dimension, as TF.
+    Weights one rank below the logits (``[B]``) gain a trailing dimension, as TF. In a
+    padded batch (``estimator.model.padding``) they are multiplied by its row mask, which
+    is also the weights (``[B, 1]``) when there is no weight column.
 
     Raises:
       ValueError: the feature is missing, not numeric, or of the wrong shape (TF's messages).
     """
+    weights = _weight_column(features, weight_column, logits, allow_per_logit_weights)
+    mask = padding_mask(logits)
+    if mask is None:
+        return weights
+    return mask if weights is None else weights * mask
+
+
+def padding_mask(logits: jax.Array) -> jax.Array | None:
+    """The row mask of a padded batch shaped to broadcast against ``logits``
+    (``[B, 1, ...]``), or None when the batch is not padded.
+
+    Raises:
+      ValueError: logits without one row per example of the padded batch.
+    """
+    mask = padding.row_mask()
+    if mask is None:
+        return None
+    if logits.shape[:1] != mask.shape:
+        raise ValueError(
+            f"The batch is padded to {mask.shape[0]} examples, but the logits have shape "
+            f"{tuple(logits.shape)}: a model_fn marked masks_padding must give one row of "
+            "logits per example."
+        )
+    return mask.reshape(mask.shape + (1,) * (logits.ndim - 1))
+
+
+def _weight_column(features, weight_column, logits, allow_per_logit_weights) -> jax.Array | None:
     if weight_column is None:
         return None
     if features is None or weight_column not in features:
@@ -252,13 +282,20 @@ def call_loss_fn(
 def reduce_weighted_loss(
     unweighted_loss: jax.Array, weights: jax.Array | None, reduction: str
 ) -> jax.Array:
-    """Keras' ``compute_weighted_loss``: ``Σ w·l``, divided by ``l.size`` unless ``SUM``."""
+    """Keras' ``compute_weighted_loss``: ``Σ w·l``, divided by ``l.size`` unless ``SUM``.
+
+    In a padded batch (``estimator.model.padding``; the weights hold its row mask) the
+    divisor counts the real examples' elements only: the shorter batch's loss.
+    """
     weighted = unweighted_loss if weights is None else unweighted_loss * weights
     total = jnp.sum(weighted)
     if reduction == Reduction.SUM:
         return total
     if weighted.size == 0:  # divide_no_nan
         return jnp.zeros((), jnp.float32)
+    mask = padding.row_mask()
+    if mask is not None and weighted.shape[:1] == mask.shape:
+        return total / (jnp.sum(mask) * jnp.float32(weighted.size // mask.shape[0]))
     return total / jnp.float32(weighted.size)
 
 

@@ -48,6 +48,7 @@ from estimator.inputs import (
 )
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
+from estimator.model.padding import RowPadding
 from estimator.model.strings import to_host
 from estimator.summary import write_eval_results
 
@@ -156,7 +157,8 @@ class Runtime:
             else placement(self.mesh)
         )
         result = call_input_fn(input_fn, mode, params, self.config, self.input_context())
-        prefetcher = batch_pipeline(result, mode, self.input_transform, place)
+        pad = RowPadding() if self.model.masks_padding and mode != ModeKeys.PREDICT else None
+        prefetcher = batch_pipeline(result, mode, self.input_transform, place, pad)
         if self.processes > 1:
             return distribute.AgreedEnd(prefetcher, distribute.input_end_timeout())
         return prefetcher

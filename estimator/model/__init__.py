@@ -5,6 +5,8 @@
   by name inside a traced ``model_fn`` (the :class:`~estimator.model.variables.Frame`).
 * ``function`` — :class:`ModelFunction`: the one way the engine and the export writer run
   ``model_fn``.
+* ``padding`` — ``masks_padding``/``row_mask``: a shorter batch padded into the full
+  batches' program, for a ``model_fn`` that masks its padded examples.
 * ``export_output``, ``strings``, ``train_op`` — serving outputs, string predictions,
   per-scope optimizers.
 

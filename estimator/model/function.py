@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from estimator.inputs import fn_args
+from estimator.model.padding import MASK_KEY
 from estimator.model.spec import EstimatorSpec
 from estimator.model.variables import APPLY, INIT, Frame, transform_context
 
@@ -93,6 +94,8 @@ class ModelFunction:
         self.arg_names = set(fn_args(model_fn))
         self.trace_count = 0
         self.sparse_plans: dict = {}  # see estimator.engine.steps._sparse_tables
+        # Batches may be padded (estimator.model.padding.masks_padding).
+        self.masks_padding = bool(getattr(model_fn, "masks_padding", False))
 
     def check_labels(self, labels) -> None:
         """Raises TF's ValueError when ``input_fn`` gives labels ``model_fn`` can't take."""
@@ -113,7 +116,10 @@ class ModelFunction:
 
         Args:
           mode: a ``ModeKeys`` value.
-          features, labels: arrays (traced or concrete) as ``input_fn`` gives them.
+          features, labels: arrays (traced or concrete) as ``input_fn`` gives them. For a
+            ``model_fn`` marked ``masks_padding``, ``features[MASK_KEY]`` (a padded batch's
+            row mask, see ``estimator.model.padding``) is taken out of ``features`` and
+            passed as ``row_mask()``.
           variables: ``{"trainable": {name: array}, "non_trainable": {...}}`` to read; None
             creates every variable from its initializer (the *init* run).
           global_step: int32 scalar: what ``get_global_step()`` returns; it also picks the
@@ -132,6 +138,10 @@ class ModelFunction:
             ``EstimatorSpec``; whatever ``model_fn`` raises.
         """
         self.check_labels(labels)
+        mask = None
+        if self.masks_padding and isinstance(features, dict) and MASK_KEY in features:
+            features = dict(features)
+            mask = features.pop(MASK_KEY)
         global_step = jnp.asarray(global_step, jnp.int32)
         if variables is None:
             frame = Frame(INIT, self.init_key(mode, key_data), global_step)
@@ -144,6 +154,7 @@ class ModelFunction:
                 non_trainable=dict(variables["non_trainable"]),
                 rows=rows,
             )
+        frame.row_mask = mask
         kwargs = {}
         if "labels" in self.arg_names:
             kwargs["labels"] = labels

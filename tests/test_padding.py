@@ -1,0 +1,201 @@
+"""A shorter last batch runs padded in the full batches' program (estimator.model.padding).
+
+The reference of each comparison is the same Estimator with padding turned off: the
+engine's unpadded path, which compiles a second program for the shorter batch and which
+the TF-literal tests of the heads, metrics and FTRL check.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import canned
+import estimator as est
+from canned import feature_column as fc
+from canned import head as head_lib
+from estimator.model.padding import MASK_KEY, RowPadding
+
+RNG = np.random.default_rng(3)
+N = 75  # batches of 16: four full ones, then one of 11
+WORDS = np.array([f"w{i}" for i in range(30)], dtype=object)
+FEATURES = {
+    "word": RNG.choice(WORDS, size=N),
+    "multi": RNG.choice(WORDS, size=(N, 2)),
+    "age": RNG.uniform(18, 80, size=N).astype(np.float32),
+    "weight": RNG.uniform(0.5, 2.0, size=N).astype(np.float32),
+}
+BINARY = (RNG.uniform(size=N) < 0.4).astype(np.int64)
+CLASSES = RNG.integers(0, 3, size=N)
+TARGETS = RNG.normal(size=(N, 2)).astype(np.float32)
+
+
+def columns():
+    return [
+        fc.categorical_column_with_hash_bucket("word", 20),
+        fc.categorical_column_with_hash_bucket("multi", 15),
+        fc.bucketized_column(fc.numeric_column("age"), [30.0, 50.0]),
+        fc.numeric_column("age"),
+    ]
+
+
+class KeepState(est.SessionRunHook):
+    def end(self, session):
+        self.state = jax.device_get(session.state)
+
+
+def fit(model, labels):
+    """Two epochs of training (150 examples: 9 batches of 16, then one of 6), then
+    evaluation (4 batches of 16, then one of 11): ``(final state, metrics)``."""
+    keep = KeepState()
+    model.train(
+        est.inputs.numpy_input_fn(FEATURES, labels, batch_size=16, num_epochs=2, shuffle=True),
+        hooks=[keep],
+    )
+    metrics = model.evaluate(
+        est.inputs.numpy_input_fn(FEATURES, labels, batch_size=16, shuffle=False)
+    )
+    return keep.state, metrics
+
+
+MODELS = {
+    # FTRL with L2 shrinkage changes every row it touches, gradient or not: padded examples
+    # (copies of the batch's first one) must look up only rows the batch looks up.
+    "binary_weighted_shrinkage": (
+        lambda d, c: canned.LinearClassifier(
+            columns(),
+            d,
+            weight_column="weight",
+            optimizer=lambda: canned.ftrl(0.2, l2_shrinkage_regularization_strength=0.5),
+            config=c,
+        ),
+        BINARY,
+    ),
+    "three_classes_mean_combiner": (
+        lambda d, c: canned.LinearClassifier(
+            columns(), d, n_classes=3, sparse_combiner="mean", config=c
+        ),
+        CLASSES,
+    ),
+    "regression_2d_sum": (
+        lambda d, c: canned.LinearRegressor(
+            columns(),
+            d,
+            label_dimension=2,
+            loss_reduction=head_lib.Reduction.SUM,
+            weight_column="weight",
+            config=c,
+        ),
+        TARGETS,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_a_padded_last_batch_gives_the_shorter_batchs_step_and_metrics(tmp_path, kind):
+    make, labels = MODELS[kind]
+    config = est.RunConfig(tf_random_seed=7)
+    padded = make(str(tmp_path / "padded"), config)
+    unpadded = make(str(tmp_path / "unpadded"), config)
+    unpadded.runtime.model.masks_padding = False  # the engine's path without padding
+    state, metrics = fit(padded, labels)
+    state_ref, metrics_ref = fit(unpadded, labels)
+    # One program per mode with padding; the shorter batches compile their own without.
+    assert padded.runtime.compile_counts() == {"train": 1, "eval": 1}
+    assert unpadded.runtime.compile_counts() == {"train": 2, "eval": 2}
+    for name in state_ref.trainable:
+        np.testing.assert_allclose(
+            state.trainable[name], state_ref.trainable[name], rtol=2e-5, atol=1e-6, err_msg=name
+        )
+    for a, b in zip(
+        jax.tree.leaves(state.opt_state), jax.tree.leaves(state_ref.opt_state), strict=True
+    ):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+    assert sorted(metrics) == sorted(metrics_ref)
+    for key, value in metrics_ref.items():
+        np.testing.assert_allclose(metrics[key], value, rtol=2e-5, atol=1e-6, err_msg=key)
+
+
+def test_model_fn_reads_the_row_mask_never_a_feature(tmp_path):
+    seen = []
+
+    @est.masks_padding
+    def model_fn(features, labels, mode):
+        mask = est.row_mask()
+        seen.append((mode, sorted(features), None if mask is None else mask.shape))
+        w = est.get_variable("w", [1], initializer=est.initializers.zeros_initializer())
+        predictions = features["x"] * w
+        if mode == est.ModeKeys.PREDICT:
+            return est.EstimatorSpec(mode, predictions={"y": predictions})
+        est.identity(mask, name="mask")
+        loss = jnp.sum(mask * (predictions - labels) ** 2) / jnp.sum(mask)
+        return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.1))
+
+    masks = []
+
+    class Fetch(est.SessionRunHook):
+        def before_run(self, run_context):
+            return est.SessionRunArgs("mask")
+
+        def after_run(self, run_context, run_values):
+            masks.append(np.asarray(run_values.results).tolist())
+
+    x = np.arange(10, dtype=np.float32)
+    model = est.Estimator(model_fn, str(tmp_path), config=est.RunConfig(steps_per_execution=1))
+    feed = est.inputs.numpy_input_fn({"x": x}, 2 * x, batch_size=4, shuffle=False)
+    model.train(feed, hooks=[Fetch()])
+    # Batches of 4, 4 and 2: the last is padded to 4 and masked.
+    assert masks == [[1.0] * 4, [1.0] * 4, [1.0, 1.0, 0.0, 0.0]]
+    assert model.runtime.compile_counts() == {"train": 1}
+    predictions = [p["y"] for p in model.predict(feed)]
+    assert len(predictions) == 10  # predict() is never padded
+    assert {s[1] == ["x"] for s in seen} == {True}  # the mask is not a feature
+    assert {s[2] for s in seen if s[0] == est.ModeKeys.TRAIN} == {(4,)}
+    assert {s[2] for s in seen if s[0] == est.ModeKeys.PREDICT} == {None}
+
+
+def test_a_head_refuses_logits_without_a_row_per_example_of_a_padded_batch(tmp_path):
+    head = head_lib.BinaryClassHead()
+
+    @est.masks_padding
+    def model_fn(features, labels, mode):
+        logits = est.layers.dense(features["x"], 1)
+        return head.create_estimator_spec(
+            features=features,
+            mode=mode,
+            logits=logits[:2],
+            labels=labels[:2],
+            optimizer=optax.sgd(0.1),
+        )
+
+    x = np.ones((6, 1), np.float32)
+    model = est.Estimator(model_fn, str(tmp_path))
+    with pytest.raises(
+        ValueError, match=r"padded to 4 examples, but the logits have shape \(2, 1\)"
+    ):
+        model.train(est.inputs.numpy_input_fn({"x": x}, np.ones(6), batch_size=4, shuffle=False))
+
+
+def test_row_padding_repeats_the_first_example_up_to_the_first_batchs_size():
+    pad = RowPadding()
+    full = ({"a": np.arange(4.0), "b": np.ones((4, 2), np.int32)}, np.arange(4))
+    features, labels = pad(*full)
+    np.testing.assert_array_equal(features[MASK_KEY], np.ones(4, np.float32))
+    assert features["a"] is full[0]["a"]  # full batches are not copied
+    features, labels = pad(
+        {"a": np.array([5.0, 6.0]), "b": np.full((2, 2), 3, np.int32)}, np.array([7, 8])
+    )
+    np.testing.assert_array_equal(features["a"], [5.0, 6.0, 5.0, 5.0])
+    np.testing.assert_array_equal(features["b"], np.full((4, 2), 3))
+    np.testing.assert_array_equal(labels, [7, 8, 7, 7])
+    np.testing.assert_array_equal(features[MASK_KEY], [1.0, 1.0, 0.0, 0.0])
+    # A batch larger than the first is not cut: it gets a mask of its own size.
+    features, _ = pad({"a": np.zeros(6), "b": np.zeros((6, 2))}, np.zeros(6))
+    assert features[MASK_KEY].shape == (6,) and features["a"].shape == (6,)
+    # Features that are not a dict of batch-major arrays pass as they are.
+    assert RowPadding()(np.zeros((3, 2)), None)[0].shape == (3, 2)
+    odd = ({"a": np.zeros(3), "scalar": np.float32(1)}, None)
+    assert MASK_KEY not in RowPadding()(*odd)[0]
