@@ -80,6 +80,31 @@ MODELS = {
         ),
         CLASSES,
     ),
+    "multi_label_weighted": (
+        lambda d, c: canned.LinearEstimator(
+            head_lib.MultiLabelHead(
+                3, weight_column="weight", thresholds=[0.3], classes_for_class_based_metrics=[1]
+            ),
+            columns(),
+            d,
+            config=c,
+        ),
+        (RNG.uniform(size=(N, 3)) < 0.4).astype(np.int64),
+    ),
+    "multi_head": (
+        lambda d, c: canned.LinearEstimator(
+            head_lib.MultiHead(
+                [
+                    head_lib.BinaryClassHead(name="clicked"),
+                    head_lib.RegressionHead(name="spent", weight_column="weight"),
+                ]
+            ),
+            columns(),
+            d,
+            config=c,
+        ),
+        {"clicked": BINARY, "spent": TARGETS[:, :1]},
+    ),
     "regression_2d_sum": (
         lambda d, c: canned.LinearRegressor(
             columns(),
