@@ -30,6 +30,7 @@ from canned._base import (
     check_columns,
     classifier_head,
     host_transform,
+    masks_padding,
     model_features,
     regressor_head,
 )
@@ -40,8 +41,14 @@ __all__ = ["DNNClassifier", "DNNEstimator", "DNNRegressor", "dnn_logits"]
 
 
 def layer_summary(value: jax.Array, tag: str) -> None:
-    """TF's ``_add_hiddenlayer_summary``: fraction of zeros and an activation histogram."""
-    est.summary.scalar(f"{tag}/fraction_of_zero_values", jnp.mean(value == 0))
+    """TF's ``_add_hiddenlayer_summary``: fraction of zeros and an activation histogram
+    of ``value`` ``[batch_size, units]``, over the real examples of a padded batch."""
+    mask = est.row_mask()
+    if mask is None:
+        fraction = jnp.mean(value == 0)
+    else:
+        fraction = jnp.sum((value == 0) * mask[:, None]) / (jnp.sum(mask) * value.shape[1])
+    est.summary.scalar(f"{tag}/fraction_of_zero_values", fraction)
     est.summary.histogram(f"{tag}/activation", value)
 
 
@@ -126,6 +133,8 @@ class _DNN(est.Estimator):
                 features=features, mode=mode, logits=logits, labels=labels, optimizer=train_op
             )
 
+        if masks_padding(head) and not batch_norm:  # batch statistics would see padding
+            model_fn = est.masks_padding(model_fn)
         self._head = head
         self._feature_columns = columns
         super().__init__(

@@ -17,7 +17,13 @@ import jax
 
 import estimator as est
 from canned import feature_column as fc
-from canned._base import classifier_head, host_transform, model_features, regressor_head
+from canned._base import (
+    classifier_head,
+    host_transform,
+    masks_padding,
+    model_features,
+    regressor_head,
+)
 from canned.dnn import check_hidden_units, dnn_logits, layer_summary
 from canned.head.keys import Reduction
 from canned.optimizers import get_optimizer_instance
@@ -111,6 +117,8 @@ class _DNNLinearCombined(est.Estimator):
                 features=features, mode=mode, logits=logits, labels=labels, optimizer=train_op
             )
 
+        if masks_padding(head) and not batch_norm:  # batch statistics would see padding
+            model_fn = est.masks_padding(model_fn)
         self._head = head
         self._feature_columns = linear_columns + dnn_columns
         super().__init__(

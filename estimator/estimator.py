@@ -238,10 +238,10 @@ class Estimator:
         """Evaluates the model on the batches of ``input_fn`` (``Estimator.evaluate``).
 
         Every example is counted once, none dropped: a smaller last batch is compiled once
-        more or, for a ``model_fn`` marked ``estimator.masks_padding`` (the canned linear
-        estimators), padded to the others' size and masked out of every metric (see
-        ``estimator.model.padding``). Metrics are merged on the device; one transfer at
-        the end.
+        more or, for a ``model_fn`` marked ``estimator.masks_padding`` (the canned linear,
+        DNN and wide & deep estimators), padded to the others' size and masked out of
+        every metric (see ``estimator.model.padding``). Metrics are merged on the device;
+        one transfer at the end.
 
         Args:
           input_fn: returns batches (see ``estimator.inputs``); a single batch is

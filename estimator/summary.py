@@ -29,6 +29,7 @@ from estimator.event_files import FLUSH_SECS, add_text, writer_for
 from estimator.hooks.basic import LOSS, SecondOrStepTimer
 from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
 from estimator.mode_keys import ModeKeys
+from estimator.model.padding import row_mask
 from estimator.model.variables import _frame, _scope_prefix
 
 __all__ = ["scalar", "histogram", "text", "SummarySaverHook", "read_eval_metrics"]
@@ -38,6 +39,8 @@ logger = logging.getLogger("estimator")
 SCALAR = "scalar"
 HISTOGRAM = "histogram"
 TEXT = "text"
+ROW_MASK = "row_mask"  # a padded batch's row mask, for the histogram of the same name
+_ROW_MASK_SUFFIX = "/__row_mask__"
 _KINDS: dict[str, str] = {}  # summary name -> kind (names are static, kinds too)
 
 
@@ -68,6 +71,9 @@ def scalar(name: str, tensor) -> None:
 def histogram(name: str, values) -> None:
     """Records a histogram summary of ``values`` (``tf.compat.v1.summary.histogram``).
 
+    In a padded batch (``estimator.model.padding``), values with one row per example
+    are binned without the padded rows.
+
     Args:
       name: the tag, prefixed by the current variable scope.
       values: a real array of any shape; its elements are binned as TF does.
@@ -76,6 +82,9 @@ def histogram(name: str, values) -> None:
       RuntimeError: outside ``model_fn``.
     """
     _record(HISTOGRAM, name, values)
+    mask = row_mask()
+    if mask is not None and jnp.ndim(values) and jnp.shape(values)[:1] == mask.shape:
+        _record(ROW_MASK, name + _ROW_MASK_SUFFIX, mask)
 
 
 def text(name: str, data: str | bytes) -> None:
@@ -108,7 +117,12 @@ def text(name: str, data: str | bytes) -> None:
 def _write(writer, values: dict, step: int) -> None:
     for name, value in values.items():
         kind = _KINDS.get(name)
+        if kind == ROW_MASK:
+            continue
         if kind == HISTOGRAM:
+            mask = values.get(name + _ROW_MASK_SUFFIX)
+            if mask is not None:
+                value = np.asarray(value)[np.asarray(mask) > 0]
             writer.add_histogram(name, value, step)
         elif kind == TEXT:
             add_text(writer, name, bytes(np.asarray(value, np.uint8)).decode("utf-8"), step)

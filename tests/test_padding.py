@@ -42,6 +42,14 @@ def columns():
     ]
 
 
+def deep_columns():
+    return [
+        fc.embedding_column(fc.categorical_column_with_hash_bucket("word", 20), 3),
+        fc.embedding_column(fc.categorical_column_with_hash_bucket("multi", 15), 2, "sqrtn"),
+        fc.numeric_column("age", normalizer_fn=lambda x: (x - 50.0) / 20.0),
+    ]
+
+
 class KeepState(est.SessionRunHook):
     def end(self, session):
         self.state = jax.device_get(session.state)
@@ -104,6 +112,21 @@ MODELS = {
             config=c,
         ),
         {"clicked": BINARY, "spent": TARGETS[:, :1]},
+    ),
+    "dnn": (
+        lambda d, c: canned.DNNClassifier([8, 4], deep_columns(), d, n_classes=3, config=c),
+        CLASSES,
+    ),
+    "wide_deep_weighted": (
+        lambda d, c: canned.DNNLinearCombinedClassifier(
+            d,
+            linear_feature_columns=columns(),
+            dnn_feature_columns=deep_columns(),
+            dnn_hidden_units=[8],
+            weight_column="weight",
+            config=c,
+        ),
+        BINARY,
     ),
     "regression_2d_sum": (
         lambda d, c: canned.LinearRegressor(
@@ -224,3 +247,64 @@ def test_row_padding_repeats_the_first_example_up_to_the_first_batchs_size():
     assert RowPadding()(np.zeros((3, 2)), None)[0].shape == (3, 2)
     odd = ({"a": np.zeros(3), "scalar": np.float32(1)}, None)
     assert MASK_KEY not in RowPadding()(*odd)[0]
+
+
+def test_a_padded_steps_summaries_are_the_shorter_batchs(tmp_path):
+    """Every step's summaries are written (save_summary_steps=1); the last of the 10 steps
+    is the padded one (6 examples of 16). Its hidden-layer zero fractions and activation
+    histograms (TF's DNN summaries) leave out the padded rows."""
+    config = est.RunConfig(tf_random_seed=7, save_summary_steps=1)
+
+    def make(name):
+        return canned.DNNLinearCombinedClassifier(
+            str(tmp_path / name),
+            linear_feature_columns=columns(),
+            dnn_feature_columns=deep_columns(),
+            dnn_hidden_units=[8, 4],
+            config=config,
+        )
+
+    padded, unpadded = make("padded"), make("unpadded")
+    unpadded.runtime.model.masks_padding = False
+    for model in (padded, unpadded):  # a new input_fn each: the same shuffled order
+        model.train(
+            est.inputs.numpy_input_fn(FEATURES, BINARY, batch_size=16, num_epochs=2, shuffle=True)
+        )
+    assert padded.runtime.compile_counts() == {"train": 1}
+    a, b = events(padded.model_dir), events(unpadded.model_dir)
+    scalars, histograms = a.Tags()["scalars"], a.Tags()["histograms"]
+    assert "dnn/hiddenlayer_0/fraction_of_zero_values" in scalars
+    assert "dnn/hiddenlayer_1/activation" in histograms and "linear/activation" in histograms
+    assert not [t for t in scalars + histograms if "row_mask" in t]
+    assert sorted(scalars) == sorted(b.Tags()["scalars"])
+    for tag in scalars:
+        if tag == "global_step/sec":
+            continue
+        last, last_ref = a.Scalars(tag)[-1], b.Scalars(tag)[-1]
+        assert last.step == last_ref.step == 9
+        np.testing.assert_allclose(last.value, last_ref.value, rtol=2e-5, atol=1e-6, err_msg=tag)
+    for tag in histograms:
+        last, last_ref = a.Histograms(tag)[-1], b.Histograms(tag)[-1]
+        assert last.step == last_ref.step == 9
+        h, h_ref = last.histogram_value, last_ref.histogram_value
+        assert h.num == h_ref.num  # the 6 real rows' values only
+        np.testing.assert_allclose(
+            [h.sum, h.min, h.max], [h_ref.sum, h_ref.min, h_ref.max], rtol=2e-5, atol=1e-6
+        )
+
+
+def test_batch_normalization_keeps_its_own_program_for_the_last_batch(tmp_path):
+    """Batch statistics would include padded rows: a DNN with batch_norm is not padded."""
+    model = canned.DNNClassifier([4], deep_columns(), str(tmp_path), batch_norm=True)
+    assert not model.runtime.model.masks_padding
+    assert canned.DNNClassifier(
+        [4], deep_columns(), str(tmp_path / "b")
+    ).runtime.model.masks_padding
+
+
+def events(logdir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(logdir, size_guidance={"scalars": 0, "histograms": 0})
+    accumulator.Reload()
+    return accumulator

@@ -16,7 +16,10 @@ reduce over examples only through the :func:`row_mask` of the batch it runs on. 
 The canned heads (``canned.head``) fold the mask into the example weights and divide
 ``SUM_OVER_BATCH_SIZE`` losses by the real example count, so a padded step has the loss,
 gradients, metrics and summaries of the shorter batch (up to float summation order), and
-TF's per-batch semantics hold. The canned linear estimators are marked.
+TF's per-batch semantics hold. The canned linear, DNN and wide & deep estimators are marked
+(not with batch normalization, whose batch statistics would include the padding); their
+hidden-layer summaries leave the padded rows out too, as ``estimator.summary.histogram``
+does for values with one row per example.
 
 What differs from an unpadded run: a hook fetching a per-example tensor of the last step
 sees the padded rows too. ``predict()`` never pads: its outputs are per example.
