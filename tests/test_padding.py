@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from jax.sharding import Mesh
 
 import canned
 import estimator as est
@@ -163,6 +164,24 @@ def test_a_padded_last_batch_gives_the_shorter_batchs_step_and_metrics(tmp_path,
     ):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
     assert sorted(metrics) == sorted(metrics_ref)
+    for key, value in metrics_ref.items():
+        np.testing.assert_allclose(metrics[key], value, rtol=2e-5, atol=1e-6, err_msg=key)
+
+
+def test_a_padded_last_batch_shards_over_a_mesh(tmp_path):
+    """The last batch of 11 does not split over 4 devices (it used to be replicated);
+    padded to 16 it is sharded like the others, with the single device's results."""
+    mesh = Mesh(np.array(jax.devices()[:4]), ("data",))
+    make, labels = MODELS["binary_weighted_shrinkage"]
+    sharded = make(str(tmp_path / "mesh"), est.RunConfig(tf_random_seed=7, mesh=mesh))
+    single = make(str(tmp_path / "one"), est.RunConfig(tf_random_seed=7))
+    single.runtime.model.masks_padding = False
+    (state, metrics), (state_ref, metrics_ref) = fit(sharded, labels), fit(single, labels)
+    assert sharded.runtime.compile_counts() == {"train": 1, "eval": 1}
+    for name in state_ref.trainable:
+        np.testing.assert_allclose(
+            state.trainable[name], state_ref.trainable[name], rtol=2e-5, atol=1e-6, err_msg=name
+        )
     for key, value in metrics_ref.items():
         np.testing.assert_allclose(metrics[key], value, rtol=2e-5, atol=1e-6, err_msg=key)
 
