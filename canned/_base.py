@@ -15,6 +15,7 @@ from canned.head import (
     PoissonRegressionHead,
     RegressionHead,
 )
+from estimator.model import padding
 
 __all__ = [
     "HostTransform",
@@ -138,16 +139,41 @@ _MASKING_HEADS = (
     PoissonRegressionHead,
     LogisticRegressionHead,
 )
+_OWN_LOSS = (PoissonRegressionHead, LogisticRegressionHead)  # their loss_fn is TF's
 
 
-def masks_padding(head) -> bool:
-    """Whether ``head`` reduces over examples only through a padded batch's row mask
-    (``estimator.model.padding``): this package's heads and a ``MultiHead`` of them. Not
-    ``SequentialHeadWrapper`` (its examples are time steps), nor a subclass, whose own
-    reductions are unknown."""
+def masks_padding(head, columns=(), weight_column=None, activation_fn=None) -> bool:
+    """Whether a canned ``model_fn`` of ``head``, feature ``columns``, ``weight_column`` and
+    the DNN's ``activation_fn`` reduces over examples only through a padded batch's row mask
+    (``estimator.model.padding``): its head is one of this package's heads (or a
+    ``MultiHead`` of them) without a user ``loss_fn``, and every function of the user's it
+    applies to a batch on the device (numeric columns' and the weight column's
+    ``normalizer_fn``, a regression head's ``inverse_link_fn``, ``activation_fn``) is
+    elementwise (``estimator.model.padding.elementwise``). Not ``SequentialHeadWrapper``
+    (its examples are time steps), nor a subclass of a head, whose reductions are unknown.
+    """
+    functions = [(activation_fn, (2, 3))] if activation_fn is not None else []
+    _, normalizer = weight_key(weight_column)
+    functions.append((normalizer, (2,)))
+    functions += [
+        (c.normalizer_fn, (2, *c.shape)) for c in columns if isinstance(c, fc.NumericColumn)
+    ]
+    return _head_masks_padding(head) and all(
+        fn is None or padding.elementwise(fn, shape) for fn, shape in functions
+    )
+
+
+def _head_masks_padding(head) -> bool:
     if type(head) is MultiHead:
-        return all(masks_padding(h) for h in head.heads)
-    return type(head) in _MASKING_HEADS
+        return all(_head_masks_padding(h) for h in head.heads)
+    if type(head) not in _MASKING_HEADS:
+        return False
+    if type(head) in _OWN_LOSS:
+        return True
+    link = getattr(head, "_inverse_link_fn", None)
+    return head._loss_fn is None and (
+        link is None or padding.elementwise(link, (2, head.logits_dimension))
+    )
 
 
 def regressor_head(label_dimension, weight_column, loss_reduction) -> RegressionHead:

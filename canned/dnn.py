@@ -49,7 +49,7 @@ def layer_summary(value: jax.Array, tag: str) -> None:
     else:
         fraction = jnp.sum((value == 0) * mask[:, None]) / (jnp.sum(mask) * value.shape[1])
     est.summary.scalar(f"{tag}/fraction_of_zero_values", fraction)
-    est.summary.histogram(f"{tag}/activation", value)
+    est.summary.histogram(f"{tag}/activation", value, per_example=True)
 
 
 def dnn_logits(
@@ -133,7 +133,8 @@ class _DNN(est.Estimator):
                 features=features, mode=mode, logits=logits, labels=labels, optimizer=train_op
             )
 
-        if masks_padding(head) and not batch_norm:  # batch statistics would see padding
+        # Batch normalization's statistics would see the padding.
+        if not batch_norm and masks_padding(head, columns, weight_column, activation_fn):
             model_fn = est.masks_padding(model_fn)
         self._head = head
         self._feature_columns = columns

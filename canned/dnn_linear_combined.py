@@ -117,10 +117,11 @@ class _DNNLinearCombined(est.Estimator):
                 features=features, mode=mode, logits=logits, labels=labels, optimizer=train_op
             )
 
-        if masks_padding(head) and not batch_norm:  # batch statistics would see padding
-            model_fn = est.masks_padding(model_fn)
         self._head = head
-        self._feature_columns = linear_columns + dnn_columns
+        self._feature_columns = columns = linear_columns + dnn_columns
+        # Batch normalization's statistics would see the padding.
+        if not batch_norm and masks_padding(head, columns, weight_column, dnn_activation_fn):
+            model_fn = est.masks_padding(model_fn)
         super().__init__(
             model_fn=model_fn,
             model_dir=model_dir,

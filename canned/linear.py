@@ -61,8 +61,8 @@ def _model_fn_for(head, columns: tuple, optimizer, sparse_combiner: str, weight_
             features=features, mode=mode, logits=logits, labels=labels, optimizer=train_op
         )
 
-    # The linear model is row by row: a padded batch's mask only matters to the head.
-    return est.masks_padding(model_fn) if masks_padding(head) else model_fn
+    # The linear model works example by example: a padded batch's mask matters to the head.
+    return est.masks_padding(model_fn) if masks_padding(head, columns, weight_column) else model_fn
 
 
 class _Linear(est.Estimator):

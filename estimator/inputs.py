@@ -129,33 +129,30 @@ def numpy_input_fn(
             for _ in itertools.count() if num_epochs is None else range(num_epochs):
                 yield rng.permutation(n) if shuffle else np.arange(n)
 
-        def batches(rows):
+        def batches(take):
             if not shuffle:  # in order: every batch within an epoch is a view, no copy
-                yield from contiguous_batches(rows)
+                yield from contiguous_batches(take)
                 return
             pending = np.empty((0,), np.int64)
             for epoch in indices():
                 pending = np.concatenate([pending, epoch])
                 while len(pending) >= batch_size:
-                    yield _take(rows, pending[:batch_size])
+                    yield take(pending[:batch_size])
                     pending = pending[batch_size:]
             if len(pending):
-                yield _take(rows, pending)
+                yield take(pending)
 
-        def contiguous_batches(rows):
+        def contiguous_batches(take):
             total = None if num_epochs is None else n * num_epochs
             start = 0
             while total is None or start < total:
                 stop = start + batch_size if total is None else min(start + batch_size, total)
                 lo = start % n
                 if lo + (stop - start) <= n:
-                    yield jax.tree.map(lambda v, lo=lo, hi=lo + stop - start: v[lo:hi], rows)
+                    yield take(slice(lo, lo + stop - start))
                 else:  # the batch spans an epoch boundary, as TF's queue
-                    yield _take(rows, np.arange(start, stop) % n)
+                    yield take(np.arange(start, stop) % n)
                 start = stop
-
-        def _take(rows, idx):
-            return jax.tree.map(lambda v: v[idx], rows)
 
         features = (
             data["__direct_np_input__"]
@@ -177,50 +174,80 @@ def numpy_input_fn(
 class Batches:
     """The batches of in-memory rows, with what is known of them in advance (internal).
 
-    What ``numpy_input_fn``'s ``input_fn`` returns: an iterator of batches cut from
-    ``rows`` by ``cut(rows)``. It also tells the Estimator
+    What ``numpy_input_fn``'s ``input_fn`` returns: an iterator of batches, each
+    ``take(index)`` of ``rows`` for the indices (a slice or an index array along axis 0)
+    that ``cut(take)`` yields them for. It also tells the Estimator
 
     * the size of its last batch before it is read (:attr:`last_batch_size`): the program
       for that shorter batch compiles in the background while the others run;
     * that its batches are rows of fixed arrays (:meth:`map_rows`): a host phase that works
       row by row (feature columns, label vocabularies) runs once over all rows instead of
-      once per batch and epoch.
+      once per batch and epoch, and (:meth:`warm`) at a time of the Estimator's choosing,
+      while the first batch's program compiles.
 
     Args:
-      cut: ``cut(rows) -> iterator of batches`` (slices of ``rows`` along axis 0).
+      cut: ``cut(take) -> iterator of take(index)`` for each batch's indices.
       rows: a pytree of arrays ``[n, ...]``: the input's whole data.
       last_batch_size: the number of examples of the last batch when it is shorter than the
         others, else None.
+      fn: a row-by-row function the batches are mapped through (see :meth:`map_rows`).
     """
 
     #: Rows per call of a :meth:`map_rows` function (bounds its temporary memory).
     CHUNK = 1 << 16
 
-    def __init__(self, cut: Callable, rows, *, last_batch_size: int | None = None) -> None:
+    def __init__(
+        self,
+        cut: Callable,
+        rows,
+        *,
+        last_batch_size: int | None = None,
+        fn: Callable | None = None,
+    ) -> None:
         self._cut = cut
         self._rows = rows
+        self._fn = fn
+        self._mapped = None  # fn(rows), once computed
         self._batches: Iterator | None = None
         self.last_batch_size = last_batch_size
 
     def map_rows(self, fn: Callable) -> Batches:
-        """The same batches of ``fn(rows)``: ``fn`` runs once on all rows (in chunks, see
-        :func:`apply_to_rows`) before any batch is cut. ``fn`` must work row by row: each
-        output row depends on the same input row only.
+        """The same batches of ``fn(rows)``. ``fn`` runs once on all rows (in chunks, see
+        :func:`apply_to_rows`) at :meth:`warm` or at the second batch, whichever comes
+        first, and on the first batch's rows alone before that: the first batch is ready
+        at once. ``fn`` must work row by row: each output row depends on the same input
+        row only, so both give the same batches.
 
         Raises:
-          RuntimeError: batches were read already.
+          RuntimeError: batches were read already, or they are mapped already.
         """
-        if self._batches is not None:
-            raise RuntimeError("map_rows() after reading batches: call it first.")
-        rows = apply_to_rows(fn, self._rows, self.CHUNK)
-        return Batches(self._cut, rows, last_batch_size=self.last_batch_size)
+        if self._batches is not None or self._fn is not None:
+            raise RuntimeError(
+                "map_rows() after reading batches or mapping them: call it once, first."
+            )
+        return Batches(self._cut, self._rows, last_batch_size=self.last_batch_size, fn=fn)
+
+    def warm(self) -> None:
+        """Maps all rows now (see :meth:`map_rows`); nothing when done or not mapped."""
+        if self._fn is not None and self._mapped is None:
+            self._mapped = apply_to_rows(self._fn, self._rows, self.CHUNK)
+
+    def _take(self, index):
+        if self._fn is None:
+            return jax.tree.map(lambda v: v[index], self._rows)
+        if self._mapped is None and self._first:
+            self._first = False  # the first batch: its own rows mapped, the rest not yet
+            return self._fn(jax.tree.map(lambda v: v[index], self._rows))
+        self.warm()
+        return jax.tree.map(lambda v: v[index], self._mapped)
 
     def __iter__(self) -> Batches:
         return self
 
     def __next__(self):
         if self._batches is None:
-            self._batches = self._cut(self._rows)
+            self._first = True
+            self._batches = self._cut(self._take)
         return next(self._batches)
 
 
@@ -329,19 +356,30 @@ class Prefetcher:
       batches: iterator of ``(features, labels)``.
       prepare: host-side preparation of one batch (transform, checks, placement).
       depth: batches kept ready.
+      warm: the input's up-front host work (``Batches.warm``), or None.
     """
 
-    def __init__(self, batches: Iterator, prepare: Callable, depth: int = 1) -> None:
+    def __init__(
+        self, batches: Iterator, prepare: Callable, depth: int = 1, warm: Callable | None = None
+    ) -> None:
         self._batches = batches
         self._prepare = prepare
         self._depth = depth
+        self._warm = warm
         self._ready: collections.deque = collections.deque()
         self._exhausted = False
         self.last_batch_size: int | None = None  # known in advance (``Batches``), or None
+        self.padding = None  # the RowPadding of a model_fn that masks padding, or None
 
     def fill(self) -> None:
         while not self._exhausted and len(self._ready) < self._depth:
             self._prepare_one()
+
+    def warm(self) -> None:
+        """Does the input's up-front host work now (a row-by-row host phase over all rows
+        of an in-memory input), e.g. while the first batch's program compiles."""
+        if self._warm is not None:
+            self._warm()
 
     def peek(self):
         """The next batch without consuming it; raises ``StopIteration`` at the end."""
@@ -517,7 +555,7 @@ def batch_pipeline(
     """
     predict = mode == "infer"
 
-    def transformed(element):
+    def transformed(element, transform=transform):  # may run later (``Batches.warm``)
         features, labels = _split(element)
         return transform.apply(features, None if predict else labels)
 
@@ -546,7 +584,7 @@ def batch_pipeline(
             features, labels = pad(features, labels)
         return place((features, labels))
 
-    prefetcher = Prefetcher(batches, prepare)
-    if pad is None:  # else the last batch has the others' shape
-        prefetcher.last_batch_size = getattr(result, "last_batch_size", None)
+    prefetcher = Prefetcher(batches, prepare, warm=getattr(mapped, "warm", None))
+    prefetcher.last_batch_size = getattr(result, "last_batch_size", None)
+    prefetcher.padding = pad
     return prefetcher

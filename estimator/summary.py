@@ -68,21 +68,21 @@ def scalar(name: str, tensor) -> None:
     _record(SCALAR, name, value.reshape(()))
 
 
-def histogram(name: str, values) -> None:
+def histogram(name: str, values, *, per_example: bool = False) -> None:
     """Records a histogram summary of ``values`` (``tf.compat.v1.summary.histogram``).
-
-    In a padded batch (``estimator.model.padding``), values with one row per example
-    are binned without the padded rows.
 
     Args:
       name: the tag, prefixed by the current variable scope.
       values: a real array of any shape; its elements are binned as TF does.
+      per_example: keyword-only, not in TF: ``values`` has one row per example of the
+        batch (``[batch_size, ...]``), so that a padded batch's padding rows
+        (``estimator.model.padding``) are left out of the histogram.
 
     Raises:
       RuntimeError: outside ``model_fn``.
     """
     _record(HISTOGRAM, name, values)
-    mask = row_mask()
+    mask = row_mask() if per_example else None
     if mask is not None and jnp.ndim(values) and jnp.shape(values)[:1] == mask.shape:
         _record(ROW_MASK, name + _ROW_MASK_SUFFIX, mask)
 

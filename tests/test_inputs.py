@@ -493,7 +493,8 @@ def test_a_row_wise_host_phase_runs_once_over_all_rows_not_per_batch_and_epoch()
                 break
         seen[row_wise] = (batches, transform.calls, transform.rows)
     (once, calls, rows), (each, per_batch_calls, per_batch_rows) = seen[True], seen[False]
-    assert (calls, rows) == (1, 10)  # the 10 rows, once
+    # The first batch's 4 rows alone (that batch is ready at once), then the 10 rows once.
+    assert (calls, rows) == (2, 4 + 10)
     assert (per_batch_calls, per_batch_rows) == (8, 30)  # 30 rows in 8 batches: 4,...,4, 2
     assert len(once) == len(each) == 8
     for a, b in zip(once, each, strict=True):  # the same batches either way
@@ -507,8 +508,15 @@ def test_map_rows_works_in_chunks_and_only_before_reading(monkeypatch):
     fn = est.inputs.numpy_input_fn({"x": np.arange(10)}, batch_size=4, num_epochs=1, shuffle=False)
     sizes = []
     mapped = fn().map_rows(lambda rows: sizes.append(len(rows["x"])) or {"x": rows["x"] + 1})
-    assert sizes == [3, 3, 3, 1]
-    assert [b["x"].tolist() for b in mapped] == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10]]
+    assert sizes == []  # nothing mapped yet
+    assert next(mapped)["x"].tolist() == [1, 2, 3, 4]
+    assert sizes == [4]  # the first batch's rows alone
+    mapped.warm()  # e.g. while the first batch's program compiles: all rows, in chunks
+    assert sizes == [4, 3, 3, 3, 1]
+    assert [b["x"].tolist() for b in mapped] == [[5, 6, 7, 8], [9, 10]]
+    assert sizes == [4, 3, 3, 3, 1]  # once
+    unwarmed = fn().map_rows(lambda rows: {"x": rows["x"] + 1})
+    assert [b["x"].tolist() for b in unwarmed] == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10]]
     batches = fn()
     next(batches)
     with pytest.raises(RuntimeError, match="map_rows\\(\\) after reading batches"):

@@ -18,7 +18,7 @@ import canned
 import estimator as est
 from canned import feature_column as fc
 from canned import head as head_lib
-from estimator.model.padding import MASK_KEY, RowPadding
+from estimator.model.padding import MASK_KEY, RowPadding, elementwise
 
 RNG = np.random.default_rng(3)
 N = 75  # batches of 16: four full ones, then one of 11
@@ -318,3 +318,87 @@ def events(logdir):
     accumulator = EventAccumulator(logdir, size_guidance={"scalars": 0, "histograms": 0})
     accumulator.Reload()
     return accumulator
+
+
+def test_elementwise_tells_functions_that_cannot_see_other_examples():
+    for fn in (lambda x: (x - 50.0) / 20.0, jax.nn.relu, jnp.exp, jax.nn.selu):
+        assert elementwise(fn, (2, 3))
+    assert elementwise(lambda x: jnp.where(x > 0, x, 0.1 * x), (2, 1))
+    for fn in (
+        lambda x: (x - x.mean()) / x.std(),  # batch statistics
+        lambda x: x / jnp.sum(x, -1, keepdims=True),  # a reduction (per example, but unproven)
+        lambda x: x - x[0],  # another example's value
+        lambda x: float(x),  # cannot be traced
+    ):
+        assert not elementwise(fn, (2, 3))
+
+
+def _marked(model) -> bool:
+    return model.runtime.model.masks_padding
+
+
+def test_functions_of_the_users_that_are_not_elementwise_keep_batches_unpadded(tmp_path):
+    """A canned model runs padded batches only when every function of the user's it applies
+    on the device works example by example: TF gives a batch-statistics normalizer or loss
+    the shorter batch's examples alone."""
+    d = str(tmp_path)
+
+    def age(normalizer):
+        return [fc.numeric_column("age", normalizer_fn=normalizer)]
+
+    batch_mean = lambda x: x - jnp.mean(x)  # noqa: E731
+    assert _marked(canned.LinearRegressor(age(lambda x: (x - 50.0) / 20.0), d))
+    assert not _marked(canned.LinearRegressor(age(batch_mean), d))
+    weight = fc.numeric_column("weight", normalizer_fn=lambda w: w / jnp.mean(w))
+    assert not _marked(canned.LinearClassifier(columns(), d, weight_column=weight))
+    assert _marked(canned.DNNRegressor([4], deep_columns(), d, activation_fn=jax.nn.elu))
+    assert not _marked(canned.DNNRegressor([4], deep_columns(), d, activation_fn=batch_mean))
+    assert not _marked(
+        canned.DNNLinearCombinedRegressor(
+            d, columns(), dnn_feature_columns=age(batch_mean), dnn_hidden_units=[4]
+        )
+    )
+
+    def loss_fn(labels, logits):
+        return (labels - logits) ** 2
+
+    heads = {
+        head_lib.PoissonRegressionHead(): True,  # TF's own loss and exp link
+        head_lib.RegressionHead(inverse_link_fn=jnp.exp): True,
+        head_lib.RegressionHead(inverse_link_fn=batch_mean): False,
+        head_lib.RegressionHead(loss_fn=loss_fn): False,  # a user loss may reduce over rows
+        head_lib.MultiHead(
+            [head_lib.BinaryClassHead(name="a"), head_lib.RegressionHead(name="b", loss_fn=loss_fn)]
+        ): False,
+    }
+    for head, expected in heads.items():
+        assert _marked(canned.LinearEstimator(head, columns(), d)) is expected
+
+
+def test_only_per_example_histograms_leave_the_padding_out(tmp_path):
+    @est.masks_padding
+    def model_fn(features, labels, mode):
+        w = est.get_variable("w", [4, 3], initializer=est.initializers.ones_initializer())
+        x = features["x"] @ w  # [batch, 3]
+        est.summary.histogram("w", w)  # [4, 3] like a batch of 4: all 12 values, always
+        est.summary.histogram("x", x, per_example=True)
+        loss = jnp.sum(est.row_mask() * jnp.sum(x, 1)) / jnp.sum(est.row_mask())
+        return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.0))
+
+    model = est.Estimator(model_fn, str(tmp_path), est.RunConfig(save_summary_steps=1))
+    x = np.ones((6, 4), np.float32)
+    model.train(est.inputs.numpy_input_fn({"x": x}, None, batch_size=4, shuffle=False))
+    acc = events(str(tmp_path))
+    assert [h.histogram_value.num for h in acc.Histograms("w")] == [12, 12]
+    assert [h.histogram_value.num for h in acc.Histograms("x")] == [12, 6]  # 2 real rows
+
+
+def test_marking_wraps_the_function_and_works_on_methods():
+    class Model:
+        def model_fn(self, features, labels, mode):
+            raise AssertionError("not called")
+
+    model = Model()
+    marked = est.masks_padding(model.model_fn)
+    assert marked.masks_padding and not hasattr(Model.model_fn, "masks_padding")
+    assert est.inputs.fn_args(marked) == ("features", "labels", "mode")

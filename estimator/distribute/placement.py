@@ -114,6 +114,9 @@ class AgreedEnd:
     def fill(self) -> None:
         self._prefetcher.fill()
 
+    def warm(self) -> None:
+        self._prefetcher.warm()
+
     def peek(self):
         return self._prefetcher.peek()
 

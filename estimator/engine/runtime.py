@@ -176,8 +176,9 @@ class Runtime:
         It runs once per call, so it compiles for compile speed (``once``)."""
         size = getattr(prefetcher, "last_batch_size", None)
         leaves = jax.tree.leaves(first)
-        if size is None or self.mesh is not None or not leaves:
-            return
+        padding = getattr(prefetcher, "padding", None)
+        if size is None or self.mesh is not None or not leaves or (padding and padding.active):
+            return  # (a padded last batch runs in the first batch's program)
         full = np.shape(leaves[0])[:1]
         if any(np.shape(x)[:1] != full for x in leaves) or full == (size,):
             return  # not every leaf is batch-major: the shape of the last batch is unknown
@@ -218,6 +219,7 @@ class Runtime:
             compiler.precompile_init(first[0], first[1] if len(first) > 1 else None)
         # The last batch's program compiles beside the first's (both XLA compiles at once).
         self._precompile_last_batch(compiler, (abstract,), first, prefetcher)
+        prefetcher.warm()  # the input's host phase, while XLA compiles
         info = compiler.prepare_run(abstract, *first)
         all_hooks = default_training_hooks(
             self.config,
@@ -290,6 +292,7 @@ class Runtime:
         acc = compiler.empty_accumulator(abstract, *first)
         compiler.precompile((abstract, acc), first)
         self._precompile_last_batch(compiler, (abstract, acc), first, prefetcher)
+        prefetcher.warm()  # the input's host phase, while XLA compiles
         if state is None:
             state = self.states.read(compiler, first, path, training=False, abstract=abstract)
         finalize_metrics = compiler.finalizer(acc)

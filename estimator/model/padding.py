@@ -27,6 +27,7 @@ sees the padded rows too. ``predict()`` never pads: its outputs are per example.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -34,16 +35,60 @@ import numpy as np
 
 from estimator.model.variables import current_frame
 
-__all__ = ["MASK_KEY", "RowPadding", "masks_padding", "pad_rows", "row_mask"]
+__all__ = ["MASK_KEY", "RowPadding", "elementwise", "masks_padding", "pad_rows", "row_mask"]
 
 MASK_KEY = "__row_mask__"  # the mask's key in a padded batch's features, on the host only
 
 
 def masks_padding(model_fn: Callable) -> Callable:
-    """Marks ``model_fn`` as reducing over examples only through :func:`row_mask` (see the
-    module docstring); returns ``model_fn`` itself."""
-    model_fn.masks_padding = True
-    return model_fn
+    """``model_fn`` marked as reducing over examples only through :func:`row_mask` (see
+    the module docstring): a new function calling it (``model_fn`` itself, which may be a
+    bound method, is left as it is)."""
+
+    @functools.wraps(model_fn)
+    def marked(*args, **kwargs):
+        return model_fn(*args, **kwargs)
+
+    marked.masks_padding = True
+    return marked
+
+
+#: Primitives that compute each element of their output from the same element of their
+#: inputs (and constants): a function made of them works example by example.
+_ELEMENTWISE = frozenset(
+    "abs acos acosh add and asin asinh atan atan2 atanh broadcast_in_dim cbrt ceil clamp "
+    "convert_element_type copy cos cosh digamma div eq erf erf_inv erfc exp exp2 expm1 floor "
+    "ge gt imag integer_pow is_finite le lgamma log log1p logistic lt max min mul ne neg "
+    "nextafter not or pow real reduce_precision rem round rsqrt select_n sign sin sinh sqrt "
+    "square stop_gradient sub tan tanh xor".split()
+)
+
+
+def elementwise(fn: Callable, shape: tuple[int, ...]) -> bool:
+    """Whether ``fn`` (of a float32 array of ``shape``, traced) is made of elementwise
+    operations only, so that padded examples cannot change the real ones' values. False
+    for anything else (a reduction, a reshape, a gather), or when ``fn`` cannot be traced:
+    then the batch is not padded, which is always correct."""
+    try:
+        closed = jax.make_jaxpr(fn)(jax.ShapeDtypeStruct(shape, np.float32))
+    except Exception:  # noqa: BLE001 - any failure: not provably elementwise
+        return False
+    return _elementwise_jaxpr(closed.jaxpr)
+
+
+def _elementwise_jaxpr(jaxpr) -> bool:
+    for eqn in jaxpr.eqns:
+        inner = [
+            getattr(v, "jaxpr", v)
+            for v in eqn.params.values()
+            if hasattr(v, "eqns") or (hasattr(v, "jaxpr") and hasattr(v.jaxpr, "eqns"))
+        ]
+        if inner:
+            if not all(_elementwise_jaxpr(j) for j in inner):
+                return False
+        elif eqn.primitive.name not in _ELEMENTWISE:
+            return False
+    return True
 
 
 def row_mask() -> jax.Array | None:
@@ -62,6 +107,11 @@ class RowPadding:
     def __init__(self) -> None:
         self._size: int | None = None  # the first batch's size; 0: padding is off
         self._masks: dict[int, np.ndarray] = {}
+
+    @property
+    def active(self) -> bool:
+        """Whether shorter batches are padded (known from the first batch on)."""
+        return bool(self._size)
 
     def __call__(self, features, labels):
         """``(features, labels)`` of one batch, padded to the first batch's size."""
