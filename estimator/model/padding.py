@@ -17,9 +17,11 @@ The canned heads (``canned.head``) fold the mask into the example weights and di
 ``SUM_OVER_BATCH_SIZE`` losses by the real example count, so a padded step has the loss,
 gradients, metrics and summaries of the shorter batch (up to float summation order), and
 TF's per-batch semantics hold. The canned linear, DNN and wide & deep estimators are marked
-(not with batch normalization, whose batch statistics would include the padding); their
-hidden-layer summaries leave the padded rows out too, as ``estimator.summary.histogram``
-does for values with one row per example.
+unless something could see the padding: batch normalization's statistics, a head's user
+``loss_fn``, or a function of the user's they apply on the device (``normalizer_fn``,
+``inverse_link_fn``, ``activation_fn``) that is not :func:`elementwise`. Their hidden-layer
+summaries leave the padded rows out too (``estimator.summary.histogram(...,
+per_example=True)``).
 
 What differs from an unpadded run: a hook fetching a per-example tensor of the last step
 sees the padded rows too. ``predict()`` never pads: its outputs are per example.
