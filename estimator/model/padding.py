@@ -121,16 +121,32 @@ class RowPadding:
             self._size = _batch_size(features, labels) or 0
         if not self._size:
             return features, labels
+        if _full(features, labels, self._size):  # the common case, checked cheaply
+            return {**features, MASK_KEY: self._mask(self._size)}, labels
         n = _batch_size(features, labels)
         if n is None:
             return features, labels
         if n < self._size:
             features, labels = pad_rows((features, labels), self._size)
+        return {**features, MASK_KEY: self._mask(n)}, labels
+
+    def _mask(self, n: int) -> np.ndarray:
         mask = self._masks.get(n)
         if mask is None:
             size = max(n, self._size)
             mask = self._masks[n] = (np.arange(size) < n).astype(np.float32)
-        return {**features, MASK_KEY: mask}, labels
+        return mask
+
+
+def _full(features, labels, size: int) -> bool:
+    """A dict of host arrays and an array (or no) label, all of ``size`` rows."""
+    rows = (size,)
+    return (
+        type(features) is dict
+        and MASK_KEY not in features
+        and all(type(v) is np.ndarray and v.shape[:1] == rows for v in features.values())
+        and (labels is None or (type(labels) is np.ndarray and labels.shape[:1] == rows))
+    )
 
 
 def _batch_size(features, labels) -> int | None:
