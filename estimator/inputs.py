@@ -208,6 +208,7 @@ class Batches:
         self._rows = rows
         self._fn = fn
         self._mapped = None  # fn(rows), once computed
+        self._first = True  # the next batch taken is the first: fn of its own rows
         self._batches: Iterator | None = None
         self.last_batch_size = last_batch_size
 
@@ -246,7 +247,6 @@ class Batches:
 
     def __next__(self):
         if self._batches is None:
-            self._first = True
             self._batches = self._cut(self._take)
         return next(self._batches)
 

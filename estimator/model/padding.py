@@ -43,9 +43,21 @@ MASK_KEY = "__row_mask__"  # the mask's key in a padded batch's features, on the
 
 
 def masks_padding(model_fn: Callable) -> Callable:
-    """``model_fn`` marked as reducing over examples only through :func:`row_mask` (see
-    the module docstring): a new function calling it (``model_fn`` itself, which may be a
-    bound method, is left as it is)."""
+    """``model_fn`` marked as reducing over examples only through :func:`row_mask`.
+
+    Not in TF, which runs a shorter last batch in the same graph (dynamic shapes); the
+    padding and mask follow TPUEstimator's padded evaluation batches. With the mark,
+    ``train()`` and ``evaluate()`` pad a shorter batch to the first batch's size and run
+    it in the same compiled program (see the module docstring); ``model_fn`` must then
+    weight every sum or mean over examples by :func:`row_mask` (the canned heads do).
+
+    Args:
+      model_fn: a ``model_fn`` (a function, method or callable); left unchanged.
+
+    Returns:
+      A new function with ``model_fn``'s signature that calls it, marked
+      ``masks_padding = True``.
+    """
 
     @functools.wraps(model_fn)
     def marked(*args, **kwargs):
@@ -94,9 +106,13 @@ def _elementwise_jaxpr(jaxpr) -> bool:
 
 
 def row_mask() -> jax.Array | None:
-    """float32 ``[batch_size]``: 1 for the examples of the batch ``model_fn`` runs on, 0
-    for padding; None when the batch is not padded (a ``model_fn`` not marked with
-    :func:`masks_padding`, ``predict()``, serving, or outside ``model_fn``)."""
+    """The row mask of the batch ``model_fn`` runs on (see :func:`masks_padding`).
+
+    Returns:
+      float32 ``[batch_size]`` (traced): 1.0 for an example, 0.0 for a padding row; None
+      when the batch is not padded (a ``model_fn`` not marked with :func:`masks_padding`,
+      ``predict()``, serving, or outside ``model_fn``). Never raises.
+    """
     frame = current_frame()
     return None if frame is None else frame.row_mask
 
