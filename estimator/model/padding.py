@@ -45,8 +45,9 @@ MASK_KEY = "__row_mask__"  # the mask's key in a padded batch's features, on the
 def masks_padding(model_fn: Callable) -> Callable:
     """``model_fn`` marked as reducing over examples only through :func:`row_mask`.
 
-    Not in TF, which runs a shorter last batch in the same graph (dynamic shapes); the
-    padding and mask follow TPUEstimator's padded evaluation batches. With the mark,
+    Not in TF's Estimator, which runs a shorter last batch in the same graph (dynamic
+    shapes); the same idea as Keras' ``PartialBatchPaddingHandler``, which pads partial
+    batches to a static shape with a padding mask for TPUs. With the mark,
     ``train()`` and ``evaluate()`` pad a shorter batch to the first batch's size and run
     it in the same compiled program (see the module docstring); ``model_fn`` must then
     weight every sum or mean over examples by :func:`row_mask` (the canned heads do).
