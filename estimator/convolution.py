@@ -17,11 +17,21 @@ slower on CPU (measured: 52 ms vs 6 ms per step, the MNIST-style compat program)
   channels are slow. Measured here (one 2-core EPYC, forward + both gradients, f32):
   batch 50 16x16 1->8 5x5 1.57 -> 0.76 ms; batch 32 28x28 1->32 5x5 4.3 -> 1.8 ms;
   batch 64 32x32 3->32 3x3 14.6 -> 4.8 ms; batch 50 8x8 8->16 5x5 1.13 -> 0.95 ms; with
-  32 or more input channels the convolution is faster (32->64 5x5: 19 vs 25 ms). The
-  patch matrix is one gather when its input is not differentiated (data; every layer at
-  evaluation and prediction), a strided slice per window offset when it is: a slice is an
-  XLA kernel of its own to compile (the MNIST-style program's evaluation program: 1.07 ->
-  0.36 core-seconds of compiling);
+  32 or more input channels the convolution is faster (32->64 5x5: 19 vs 25 ms). How the
+  patch matrix is built depends on what is differentiated (``custom_vjp`` with symbolic
+  zeros tells):
+
+  - nothing (every layer at evaluation and prediction): one gather, one XLA kernel to
+    compile, where a slice is a kernel each (the MNIST-style program's evaluation
+    program: 1.07 -> 0.36 core-seconds of compiling);
+  - the kernel only, the input being data (a training step's first layer): transposed,
+    ``[window x C_in, N x out]``, a slice per window offset along one spatial dimension
+    at a time, and the product taken as ``[C_out, N x out]``, so that XLA's CPU matrix
+    kernels vectorize along the long dimension (that step's first layer, forward and
+    kernel gradient: 0.61 -> 0.24 ms; the whole step 1.67 -> 1.31 ms);
+  - the input (a hidden layer): a strided slice per window offset, in rows, whose
+    transpose is the input's gradient (transposed, XLA fused that sum of shifted slices
+    into the preceding pooling's gradient and recomputed it for each read: slower);
 * otherwise a convolution whose gradients, through ``jax.custom_vjp``, are convolutions in
   the canonical ``N...C`` / ``...IO`` layout, the operands transposed explicitly, with the
   paddings of JAX's own transpose rules.
@@ -189,23 +199,51 @@ def _use_patches(x, kernel, strides, padding, dilation) -> bool:
 
 
 def _patch_conv(x, kernel, strides, padding, dilation):
-    """The convolution as ``patches @ kernel``: the patch matrix holds, per output position,
-    the window's inputs in the kernel's (window..., in-channel) order (im2col)."""
+    """The convolution as a product of the patch matrix (im2col: per output position, the
+    window's inputs in the kernel's (window..., in-channel) order) and the kernel."""
     n = x.ndim - 2
-    window = kernel.shape[:n]
+    window = tuple(kernel.shape[:n])
     out = _out_shape(x, window, strides, padding, dilation)
     padded = jax.lax.pad(
         x, jnp.zeros((), x.dtype), [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)]
     )
-    patches = _patches(padded, tuple(window), tuple(strides), tuple(dilation), out)
-    patches = patches.reshape(-1, math.prod(window) * x.shape[-1])
-    y = patches @ kernel.reshape(-1, kernel.shape[-1]).astype(x.dtype)
-    return y.reshape(x.shape[0], *out, kernel.shape[-1])
+    matrix = kernel.reshape(-1, kernel.shape[-1]).astype(x.dtype)
+    return _patch_product(padded, matrix, (window, tuple(strides), tuple(dilation), out))
 
 
-def _sliced_patches(padded, window, strides, dilation, out):
-    """``[N, *out, prod(window), C]``: the window's inputs per output position, a strided
-    slice per window offset."""
+@partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _patch_product(padded, matrix, geometry):
+    """``[N, *out, C_out]``: the patches of ``padded`` times ``matrix`` (``[window x C_in,
+    C_out]``). Undifferentiated (every layer at evaluation and prediction) the patch
+    matrix is one gather of constant positions, row per output position: one XLA kernel to
+    compile, where the slices of the differentiated form are a kernel each."""
+    window, _, _, out = geometry
+    rows = padded.reshape(padded.shape[0], -1, padded.shape[-1])
+    positions = _patch_positions(padded.shape[1:-1], *geometry)
+    taken = rows.at[:, positions].get(mode="promise_in_bounds")  # all in range
+    product = taken.reshape(-1, math.prod(window) * padded.shape[-1]) @ matrix
+    return product.reshape(padded.shape[0], *out, matrix.shape[-1])
+
+
+def _patch_positions(spatial, window, strides, dilation, out) -> np.ndarray:
+    """Flat positions in the padded input, ``[prod(out) * prod(window)]`` int32: output
+    position-major, then window offset (the kernel's order)."""
+    starts = np.meshgrid(
+        *(np.arange(o) * s for o, s in zip(out, strides, strict=True)), indexing="ij"
+    )
+    offsets = np.meshgrid(
+        *(np.arange(w) * d for w, d in zip(window, dilation, strict=True)), indexing="ij"
+    )
+    index = 0
+    for size, start, offset in zip(spatial, starts, offsets, strict=True):
+        index = index * size + start.reshape(-1, 1) + offset.reshape(1, -1)
+    return np.asarray(index, np.int32).reshape(-1)
+
+
+def _sliced_patches(padded, geometry):
+    """``[N, *out, prod(window), C]``: the window's inputs per output position (the rows of
+    the patch matrix), a strided slice per window offset."""
+    window, strides, dilation, out = geometry
     columns = []
     for offset in itertools.product(*(range(w) for w in window)):
         start = [o * d for o, d in zip(offset, dilation, strict=True)]
@@ -221,45 +259,61 @@ def _sliced_patches(padded, window, strides, dilation, out):
     return jnp.stack(columns, axis=-2)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4))
-def _patches(padded, window, strides, dilation, out):
-    """:func:`_sliced_patches`, taken with one gather of constant positions when the input
-    is not differentiated (data, and every input at evaluation and prediction): one XLA
-    kernel, where a slice per window offset is a kernel each (25 for a 5x5 window, ~10 ms
-    of compiling each on this CPU; the run times are equal). A differentiated input keeps
-    the slices and their gradient (in a training step the gather ran slower)."""
-    spatial = padded.shape[1:-1]
-    rows = padded.reshape(padded.shape[0], -1, padded.shape[-1])
-    positions = _patch_positions(spatial, window, strides, dilation, out)
-    taken = rows.at[:, positions].get(mode="promise_in_bounds")  # all in range
-    return taken.reshape(padded.shape[0], *out, math.prod(window), padded.shape[-1])
+def _stacked_patches(padded, geometry):
+    """The transposed patch matrix, ``[prod(window) * C_in, N * prod(out)]``: rows in the
+    kernel's (window..., in-channel) order, columns batch- then position-major. Built one
+    spatial dimension at a time (a strided slice per window offset along it, stacked): a
+    5x5 window takes 10 slices, not 25, each copying whole rows."""
+    window, strides, dilation, out = geometry
+    stacked = jnp.moveaxis(padded, -1, 0)  # [C, N, *spatial]
+    for d in range(len(window)):
+        axis = 2 * d + 2  # spatial dimension d, behind d window axes, C and N
+        start, step = dilation[d], strides[d]
+        stacked = jnp.stack(
+            [
+                jax.lax.slice_in_dim(
+                    stacked, o * start, o * start + (out[d] - 1) * step + 1, step, axis
+                )
+                for o in range(window[d])
+            ],
+            axis=d,
+        )
+    return stacked.reshape(math.prod(window) * padded.shape[-1], -1)
 
 
-def _patch_positions(spatial, window, strides, dilation, out) -> np.ndarray:
-    """Flat positions in the padded input, ``[prod(out) * prod(window)]`` int32: output
-    position-major, then window offset, as :func:`_sliced_patches` stacks them."""
-    starts = np.meshgrid(
-        *(np.arange(o) * s for o, s in zip(out, strides, strict=True)), indexing="ij"
-    )
-    offsets = np.meshgrid(
-        *(np.arange(w) * d for w, d in zip(window, dilation, strict=True)), indexing="ij"
-    )
-    index = 0
-    for size, start, offset in zip(spatial, starts, offsets, strict=True):
-        index = index * size + start.reshape(-1, 1) + offset.reshape(1, -1)
-    return np.asarray(index, np.int32).reshape(-1)
+def _patch_product_fwd(padded, matrix, geometry):
+    differentiated = padded.perturbed
+    padded, matrix = padded.value, matrix.value
+    out = geometry[3]
+    if differentiated:  # a hidden layer: its input's gradient is the rows' transpose
+        patches = _sliced_patches(padded, geometry)
+        product = patches.reshape(-1, matrix.shape[0]) @ matrix
+        value = product.reshape(padded.shape[0], *out, matrix.shape[-1])
+        return value, (patches, matrix, padded.shape)
+    # Data (the first layer of a training step): only the kernel's gradient is needed, and
+    # the product is taken transposed, [C_out, N x out], so that the long batch x position
+    # dimension is the one XLA's CPU kernels vectorize along, here and in the gradient.
+    patches = _stacked_patches(padded, geometry)
+    product = matrix.T @ patches
+    value = jnp.moveaxis(product.reshape(matrix.shape[-1], padded.shape[0], *out), 0, -1)
+    return value, (patches, matrix, padded.shape)
 
 
-def _patches_fwd(padded, window, strides, dilation, out):
-    return _sliced_patches(padded, window, strides, dilation, out), padded.shape
+def _patch_product_bwd(geometry, residuals, g):
+    patches, matrix, shape = residuals
+    if patches.ndim == 2:  # transposed, from data: no input gradient
+        g = jnp.moveaxis(g, -1, 0).reshape(matrix.shape[-1], -1)  # [C_out, N x out]
+        d_matrix = jax.lax.dot_general(patches, g, (((1,), (1,)), ((), ())))
+        return None, d_matrix
+    rows = patches.reshape(-1, matrix.shape[0])
+    g = g.reshape(-1, matrix.shape[-1])
+    d_patches = (g @ matrix.T).reshape(patches.shape)
+    sliced = partial(_sliced_patches, geometry=geometry)
+    (d_padded,) = jax.linear_transpose(sliced, jax.ShapeDtypeStruct(shape, g.dtype))(d_patches)
+    return d_padded, rows.T @ g
 
 
-def _patches_bwd(window, strides, dilation, out, shape, g):
-    sliced = partial(_sliced_patches, window=window, strides=strides, dilation=dilation, out=out)
-    return jax.linear_transpose(sliced, jax.ShapeDtypeStruct(shape, g.dtype))(g)
-
-
-_patches.defvjp(_patches_fwd, _patches_bwd)
+_patch_product.defvjp(_patch_product_fwd, _patch_product_bwd, symbolic_zeros=True)
 
 
 def max_pool(

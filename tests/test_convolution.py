@@ -46,15 +46,19 @@ def test_values_and_gradients_equal_lax(n, stride, pad, dilation, k, channels):
 
     g = jnp.asarray(rng.normal(size=jax.eval_shape(reference, x, w).shape), jnp.float32)
 
-    @jax.jit  # one compile for both, rather than op by op
+    @jax.jit  # one compile for all, rather than op by op
     def both(x, w, g):
         pairs = [(y, vjp(g)) for y, vjp in (jax.vjp(reference, x, w), jax.vjp(ours, x, w))]
-        return pairs, ours(x, w)  # undifferentiated: the gathered patch matrix
+        # x as data (only the kernel differentiated): the transposed patch product
+        data_value, data_vjp = jax.vjp(lambda w: ours(x, w), w)
+        return pairs, (data_value, data_vjp(g)[0]), ours(x, w)  # last: undifferentiated
 
-    ((expected, ref_grads), (value, our_grads)), forward = both(x, w, g)
-    np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(forward, expected, rtol=1e-5, atol=1e-5)
-    for ours_grad, ref_grad in zip(our_grads, ref_grads, strict=True):
+    ((expected, ref_grads), (value, our_grads)), (data_value, data_grad), forward = both(x, w, g)
+    for computed in (value, data_value, forward):
+        np.testing.assert_allclose(computed, expected, rtol=1e-5, atol=1e-5)
+    for ours_grad, ref_grad in zip(
+        (*our_grads, data_grad), (*ref_grads, ref_grads[1]), strict=True
+    ):
         np.testing.assert_allclose(ours_grad, ref_grad, rtol=1e-4, atol=1e-4)
 
 
@@ -75,10 +79,12 @@ def test_few_input_channels_take_the_patch_matrix():
     assert many.count("conv_general_dilated") == 3
 
 
-def test_patches_are_one_gather_unless_their_input_is_differentiated():
-    # Data (or any input at evaluation): one gather builds the patch matrix, not 25 slices
-    # (a kernel each to compile). A differentiated input keeps the slices, whose gradient
-    # (their transpose) runs faster than the gather's scatter-add.
+def test_patch_matrix_construction_depends_on_what_is_differentiated():
+    # Undifferentiated (evaluation, prediction): one gather builds the patch matrix, not
+    # 25 slices (a kernel each to compile). Data under a kernel-only gradient (a training
+    # step's first layer): the transposed matrix, a slice per window offset along one
+    # dimension at a time (5 + 5), and no input gradient. A differentiated input: a slice
+    # per window offset (25), whose transpose is its gradient.
     x, w = jnp.ones((2, 16, 16, 1)), jnp.ones((5, 5, 1, 8))
 
     def loss(x, w):
@@ -87,7 +93,8 @@ def test_patches_are_one_gather_unless_their_input_is_differentiated():
     forward = [e.primitive.name for e in _equations(jax.make_jaxpr(loss)(x, w).jaxpr)]
     assert forward.count("gather") == 1 and "slice" not in forward
     weights_only = jax.make_jaxpr(jax.grad(loss, argnums=1))(x, w)  # x is data
-    assert [e.primitive.name for e in _equations(weights_only.jaxpr)].count("gather") == 1
+    data = [e.primitive.name for e in _equations(weights_only.jaxpr)]
+    assert "gather" not in data and data.count("slice") == 10 and "pad" in data
     both = _primitives(loss, x, w)
     assert "gather" not in both and both.count("slice") >= 25  # and the pad's transpose
 
