@@ -645,10 +645,41 @@ def test_the_last_batchs_program_is_compiled_while_the_others_run(tmp_path, monk
     e.train(fn, hooks=[hook])
     assert hook.compiled == 2  # ready before the last batch arrived
     # The last batch's program runs once: compiled for compile speed (XLA's backend
-    # optimization level 0); the full batches' for run speed (XLA's defaults).
-    assert sorted(options, key=bool) == [None, {"xla_backend_optimization_level": 0}]
+    # optimization level 0, its older loop emitters); the full batches' for run speed
+    # (XLA's defaults).
+    fast = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+    assert sorted(options, key=bool) == [None, fast]
     assert e.get_variable_value("global_step") == 3
     assert e.runtime.compile_counts()["train"] == 2
+
+
+def test_only_the_training_step_is_compiled_for_run_speed(tmp_path, monkeypatch):
+    # Each program's XLA options, by the jitted function's name: the training step runs
+    # thousands of times (XLA's defaults); evaluation and prediction a few times per call
+    # (XLA's older, faster-compiling loop emitters); the initial state and evaluation's
+    # finalize once (level 0 as well).
+    options = {}
+    compile_lowered = jax.stages.Lowered.compile
+
+    def recording(lowered, compiler_options=None):
+        name = lowered.as_text()[:300].split("module @")[1].split()[0]
+        options.setdefault(name, compiler_options)
+        return compile_lowered(lowered, compiler_options=compiler_options)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", recording)
+    e = make(tmp_path)
+    e.train(train_input(), steps=3)
+    e.evaluate(est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, shuffle=False))
+    list(e.predict(est.inputs.numpy_input_fn({"x": X}, batch_size=8, shuffle=False)))
+    few = {"xla_cpu_use_fusion_emitters": False}
+    once = {**few, "xla_backend_optimization_level": 0}
+    assert options == {
+        "jit_train_steps": None,
+        "jit_init_state": once,
+        "jit_eval_steps": few,
+        "jit_finalize": once,
+        "jit_predict_step": few,
+    }
 
 
 def test_steps_are_fused_without_logging(tmp_path):
