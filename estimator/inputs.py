@@ -166,7 +166,8 @@ def numpy_input_fn(
         else:
             rows = features, {k: data[k] for k in target_keys}
         tail = None if num_epochs is None else (n * num_epochs) % batch_size
-        return Batches(batches, rows, last_batch_size=tail or None)
+        count = None if num_epochs is None else -(-n * num_epochs // batch_size)
+        return Batches(batches, rows, last_batch_size=tail or None, batch_count=count)
 
     return input_fn
 
@@ -180,6 +181,8 @@ class Batches:
 
     * the size of its last batch before it is read (:attr:`last_batch_size`): the program
       for that shorter batch compiles in the background while the others run;
+    * how many batches there are (:attr:`batch_count`): an evaluation or prediction over a
+      few batches compiles for compile speed;
     * that its batches are rows of fixed arrays (:meth:`map_rows`): a host phase that works
       row by row (feature columns, label vocabularies) runs once over all rows instead of
       once per batch and epoch, and (:meth:`warm`) at a time of the Estimator's choosing,
@@ -190,6 +193,7 @@ class Batches:
       rows: a pytree of arrays ``[n, ...]``: the input's whole data.
       last_batch_size: the number of examples of the last batch when it is shorter than the
         others, else None.
+      batch_count: the number of batches, None when unknown or endless.
       fn: a row-by-row function the batches are mapped through (see :meth:`map_rows`).
     """
 
@@ -202,6 +206,7 @@ class Batches:
         rows,
         *,
         last_batch_size: int | None = None,
+        batch_count: int | None = None,
         fn: Callable | None = None,
     ) -> None:
         self._cut = cut
@@ -211,6 +216,7 @@ class Batches:
         self._first = True  # the next batch taken is the first: fn of its own rows
         self._batches: Iterator | None = None
         self.last_batch_size = last_batch_size
+        self.batch_count = batch_count
 
     def map_rows(self, fn: Callable) -> Batches:
         """The same batches of ``fn(rows)``. ``fn`` runs once on all rows (in chunks, see
@@ -226,7 +232,13 @@ class Batches:
             raise RuntimeError(
                 "map_rows() after reading batches or mapping them: call it once, first."
             )
-        return Batches(self._cut, self._rows, last_batch_size=self.last_batch_size, fn=fn)
+        return Batches(
+            self._cut,
+            self._rows,
+            last_batch_size=self.last_batch_size,
+            batch_count=self.batch_count,
+            fn=fn,
+        )
 
     def warm(self) -> None:
         """Maps all rows now (see :meth:`map_rows`); nothing when done or not mapped."""
@@ -369,6 +381,7 @@ class Prefetcher:
         self._ready: collections.deque = collections.deque()
         self._exhausted = False
         self.last_batch_size: int | None = None  # known in advance (``Batches``), or None
+        self.batch_count: int | None = None  # likewise
         self.padding = None  # the RowPadding of a model_fn that masks padding, or None
 
     def fill(self) -> None:
@@ -586,5 +599,6 @@ def batch_pipeline(
 
     prefetcher = Prefetcher(batches, prepare, warm=getattr(mapped, "warm", None))
     prefetcher.last_batch_size = getattr(result, "last_batch_size", None)
+    prefetcher.batch_count = getattr(result, "batch_count", None)
     prefetcher.padding = pad
     return prefetcher

@@ -231,6 +231,13 @@ def test_a_row_by_row_host_phase_runs_once_over_in_memory_slices():
     assert dataset.last_batch_size is None  # 20 = 4 x 5: no shorter batch
     assert tf.data.Dataset.from_tensor_slices(rows).batch(4).last_batch_size == 2
     assert tf.data.Dataset.from_tensor_slices(rows).repeat().batch(4).last_batch_size is None
+    # How many batches, known as far as the length is: 5; 10 / 4 -> 3, or 2 without the
+    # remainder; none for an endless or a batch-level repeated pipeline.
+    assert dataset.batch_count == 5
+    assert tf.data.Dataset.from_tensor_slices(rows).batch(4).batch_count == 3
+    assert tf.data.Dataset.from_tensor_slices(rows).batch(4, drop_remainder=True).batch_count == 2
+    assert tf.data.Dataset.from_tensor_slices(rows).repeat().batch(4).batch_count is None
+    assert tf.data.Dataset.from_tensor_slices(rows).batch(4).repeat(2).batch_count is None
     calls = []
 
     def host_phase(element):

@@ -14,6 +14,7 @@ import pytest
 
 import estimator as est
 from estimator import checkpoint as ckpt
+from estimator.engine import compiler
 
 # y = 2 * x0 - x1 + 1 on a fixed grid: a linear model learns it exactly.
 X = np.stack([np.linspace(-1, 1, 40), np.cos(np.arange(40))], axis=1).astype(np.float32)
@@ -615,12 +616,12 @@ def test_the_last_batchs_program_is_compiled_while_the_others_run(tmp_path, monk
     # 40 rows, batches of 16, one epoch: 16, 16 and a last batch of 8, whose size
     # numpy_input_fn knows in advance; its program compiles in the background.
     fn = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=1, shuffle=False)
-    assert fn().last_batch_size == 8
+    assert fn().last_batch_size == 8 and fn().batch_count == 3
     whole = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=1, shuffle=False)
     assert whole().last_batch_size is None  # 40 = 5 x 8: no shorter batch
-    assert (
-        est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=None, shuffle=True)()
-    ).last_batch_size is None
+    assert whole().batch_count == 5
+    endless = est.inputs.numpy_input_fn({"x": X}, Y, 16, num_epochs=None, shuffle=True)()
+    assert endless.last_batch_size is None and endless.batch_count is None
 
     class BeforeTheLast(est.SessionRunHook):
         def before_run(self, run_context):
@@ -676,10 +677,25 @@ def test_only_the_training_step_is_compiled_for_run_speed(tmp_path, monkeypatch)
     assert options == {
         "jit_train_steps": None,
         "jit_init_state": once,
-        "jit_eval_steps": few,
+        "jit_eval_steps": few,  # 5 batches
         "jit_finalize": once,
         "jit_predict_step": few,
     }
+    # A long evaluation (80 batches of another size: another program) runs at XLA's
+    # defaults; so does one whose length is unknown (a generator).
+    long = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=1, num_epochs=2, shuffle=False)
+    assert long().batch_count == 80 > compiler.FEW_BATCHES
+    options.clear()
+    e.evaluate(long)
+    assert options == {"jit_eval_steps": None}
+
+    def endless():
+        while True:
+            yield {"x": X[:4]}, Y[:4]
+
+    options.clear()
+    e.evaluate(lambda: endless(), steps=70)  # 70 > FEW_BATCHES
+    assert options == {"jit_eval_steps": None}
 
 
 def test_steps_are_fused_without_logging(tmp_path):

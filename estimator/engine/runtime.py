@@ -22,7 +22,7 @@ import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import distribute
-from estimator.engine.compiler import StepCompiler
+from estimator.engine.compiler import FEW_BATCHES, StepCompiler
 from estimator.engine.default_hooks import default_training_hooks
 from estimator.engine.eval_results import host_value
 from estimator.engine.interrupt import SignalGuard
@@ -55,6 +55,14 @@ from estimator.summary import write_eval_results
 __all__ = ["Runtime"]
 
 logger = logging.getLogger("estimator")
+
+
+def _few_batches(prefetcher, steps: int | None = None) -> bool:
+    """Whether the input is known to end within ``FEW_BATCHES`` batches (or ``steps``)."""
+    count = getattr(prefetcher, "batch_count", None)
+    if steps is not None:
+        count = steps if count is None else min(count, steps)
+    return count is not None and count <= FEW_BATCHES
 
 
 class Runtime:
@@ -290,6 +298,7 @@ class Runtime:
         else:
             state = abstract = state._replace(opt_state=None)
         acc = compiler.empty_accumulator(abstract, *first)
+        compiler.few_runs = _few_batches(prefetcher, steps)
         compiler.precompile((abstract, acc), first)
         self._precompile_last_batch(compiler, (abstract, acc), first, prefetcher)
         prefetcher.warm()  # the input's host phase, while XLA compiles
@@ -334,6 +343,7 @@ class Runtime:
         except StopIteration:
             return
         state = self.states.read(compiler, first, path, training=False)
+        compiler.few_runs = _few_batches(prefetcher)
         info = compiler.prepare_run(state, *first)
         self._precompile_last_batch(compiler, (state,), first, prefetcher)
         all_hooks = hooks + list(info.hooks)

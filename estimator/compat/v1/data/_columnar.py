@@ -263,6 +263,13 @@ class ColumnarPlan:
             return None
         return (length % self.batch_size) or None
 
+    def batch_count(self) -> int | None:
+        """The number of batches when known (nothing after ``batch``), else None."""
+        length = self.index.length
+        if length is None or self.after:
+            return None
+        return length // self.batch_size if self.drop_remainder else -(-length // self.batch_size)
+
     def dataset(self) -> grain.MapDataset:
         per_pass = self._per_pass()
         repeated = self._repeats_passes()

@@ -257,6 +257,13 @@ class Dataset:
         plan = _columnar.plan(self._source, self._ops, _SEED["value"])
         return None if plan is None else plan.last_batch_size()
 
+    @property
+    def batch_count(self) -> int | None:
+        """The number of batches when known in advance (a finite columnar pipeline), else
+        None."""
+        plan = _columnar.plan(self._source, self._ops, _SEED["value"])
+        return None if plan is None else plan.batch_count()
+
     def __repr__(self) -> str:
         ops = ".".join(op.kind for op in self._ops)
         return f"<Dataset {self._source.kind}{'.' + ops if ops else ''}>"
