@@ -23,6 +23,7 @@ import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import compilation_cache, distribute
+from estimator.engine import threefry
 from estimator.engine.model_dir_lock import ModelDirLock
 from estimator.engine.runtime import Runtime
 from estimator.export import _writer
@@ -80,6 +81,7 @@ class Estimator:
         self._config = config_with_model_dir(config, model_dir)
         distribute.connect(self._config)  # a TF_CONFIG cluster: join it before any device use
         compilation_cache.enable(self._config.compilation_cache_dir)  # before any compile
+        threefry.unroll()
         if not model_fn:
             raise ValueError("model_fn must be provided to Estimator.")
         verify_model_fn_args(model_fn, params)
