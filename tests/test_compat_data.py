@@ -247,6 +247,10 @@ def test_a_row_by_row_host_phase_runs_once_over_in_memory_slices():
 
     mapped = dataset.map_rows(host_phase)
     assert calls == [10]
+    assert (mapped.batch_count, mapped.last_batch_size) == (5, None)  # still known
+    tail = tf.data.Dataset.from_tensor_slices(rows).batch(4).map_rows(host_phase)
+    assert (tail.batch_count, tail.last_batch_size) == (3, 2)
+    calls.clear()
     direct = [host_phase(b) for b in _elements(dataset)]
     once = list(mapped)
     assert len(once) == len(direct) == 5

@@ -654,11 +654,11 @@ def test_the_last_batchs_program_is_compiled_while_the_others_run(tmp_path, monk
     assert e.runtime.compile_counts()["train"] == 2
 
 
-def test_only_the_training_step_is_compiled_for_run_speed(tmp_path, monkeypatch):
+def test_programs_run_a_few_times_are_compiled_for_compile_speed(tmp_path, monkeypatch):
     # Each program's XLA options, by the jitted function's name: the training step runs
-    # thousands of times (XLA's defaults); evaluation and prediction a few times per call
-    # (XLA's older, faster-compiling loop emitters); the initial state and evaluation's
-    # finalize once (level 0 as well).
+    # thousands of times (XLA's defaults); a short evaluation and prediction a few times
+    # per call (XLA's older, faster-compiling loop emitters); the initial state and
+    # evaluation's finalize once (level 0 as well).
     options = {}
     compile_lowered = jax.stages.Lowered.compile
 
@@ -681,21 +681,37 @@ def test_only_the_training_step_is_compiled_for_run_speed(tmp_path, monkeypatch)
         "jit_finalize": once,
         "jit_predict_step": few,
     }
-    # A long evaluation (80 batches of another size: another program) runs at XLA's
-    # defaults; so does one whose length is unknown (a generator).
-    long = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=1, num_epochs=2, shuffle=False)
+    # A long evaluation (80 batches) of the same batch size compiles the program again,
+    # for run speed, and a short one after it keeps that program; a long evaluation of
+    # unknown length (a generator) runs at XLA's defaults too, a short one (steps) not.
+    long = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=16, shuffle=False)
     assert long().batch_count == 80 > compiler.FEW_BATCHES
-    options.clear()
-    e.evaluate(long)
-    assert options == {"jit_eval_steps": None}
+    for input_fn, steps, expected in [
+        (long, None, {"jit_eval_steps": None}),
+        (est.inputs.numpy_input_fn({"x": X}, Y, 8, shuffle=False), None, {}),
+        (lambda: endless(4), 70, {"jit_eval_steps": None}),  # 70 > FEW_BATCHES
+        (lambda: endless(2), 3, {"jit_eval_steps": few}),
+    ]:
+        options.clear()
+        e.evaluate(input_fn, steps=steps)
+        assert options == expected
 
-    def endless():
-        while True:
-            yield {"x": X[:4]}, Y[:4]
 
-    options.clear()
-    e.evaluate(lambda: endless(), steps=70)  # 70 > FEW_BATCHES
-    assert options == {"jit_eval_steps": None}
+def endless(rows):
+    while True:
+        yield {"x": X[:rows]}, Y[:rows]
+
+
+def test_a_last_batch_compiled_for_compile_speed_is_compiled_again_for_a_long_run(tmp_path):
+    # One epoch of 40 rows in batches of 16: the last batch of 8 runs once, compiled for
+    # compile speed. Training at batch 8 then compiles its program again, for run speed.
+    e = make(tmp_path, log_step_count_steps=None)
+    e.train(est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=1, shuffle=False))
+    compiled = e.runtime.compiler(est.ModeKeys.TRAIN)._compiled
+    assert sorted(entry.runs for entry in compiled.values()) == [compiler.ONCE, compiler.MANY]
+    e.train(est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=1, shuffle=False))
+    assert [entry.runs for entry in compiled.values()] == [compiler.MANY, compiler.MANY]
+    assert e.runtime.compile_counts()["train"] == 3
 
 
 def test_steps_are_fused_without_logging(tmp_path):

@@ -4,6 +4,10 @@ The cache is keyed on the batch's structure (its pytree and each leaf's shape an
 a call with a known signature runs the compiled program; a new one is traced, lowered and
 compiled (``jax.jit(step).trace(...).lower().compile()``), and the trace's return value
 includes the :class:`~estimator.engine.steps.StepInfo` (hooks, ``train_op``, output names).
+
+A program is compiled for compile speed or for run speed, by how often the call that needs
+it runs it (:class:`RunPlan`); a cached program compiled for compile speed is compiled
+again when a call needs it for run speed (see ``compile_options``).
 """
 
 from __future__ import annotations
@@ -20,10 +24,9 @@ import numpy as np
 
 from estimator.engine.eval_results import finalize
 from estimator.engine.steps import PROGRAMS, StepInfo, TrainState, batch_stats, bind, init_state
-from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 
-__all__ = ["StepCompiler", "signature"]
+__all__ = ["MANY_RUNS", "RunPlan", "StepCompiler", "compile_options", "signature"]
 
 
 def signature(batch) -> tuple:
@@ -43,18 +46,52 @@ STACK_BYTES_MAX = 16 << 20
 #: States up to this many values get an initial-state program compiled for compile speed.
 FAST_INIT_MAX = 1 << 20
 #: An evaluation or prediction over at most this many batches (known in advance, see
-#: ``StepCompiler.few_runs``) compiles for compile speed.
+#: :class:`RunPlan`) compiles for compile speed.
 FEW_BATCHES = 64
-# XLA's CPU backend emits its loop fusions with its MLIR fusion emitters by default; its
-# older LLVM IR emitters compile in 55-65% of their time (measured, the MNIST-style compat
-# program: train 0.90 -> 0.56 s, evaluate 0.21 -> 0.12 s, initial state 0.25 -> 0.14 s)
-# for code that runs slower (that train step: 1.29 -> 1.65 ms; a logistic evaluation step
-# at batch 1024: half the speed). Programs that run a few times per call (a short
-# evaluation or prediction, an initial state, a shorter last batch) are compiled for
-# compile speed; the training step, run thousands of times, and long evaluations not.
-_FEW_RUNS = {"xla_cpu_use_fusion_emitters": False}
-# A program run about once: backend optimization level 0 too (a third less compile time).
-_FAST_COMPILE = {**_FEW_RUNS, "xla_backend_optimization_level": 0}
+#: How a program is compiled, from compile speed to run speed (see ``compile_options``).
+ONCE, FEW, MANY = 0, 1, 2
+
+
+def compile_options(runs: int) -> dict | None:
+    """XLA's compile options for a program that runs ``ONCE`` per call (an initial state,
+    a shorter last batch, evaluation's finalize), a ``FEW`` times (a short evaluation or
+    prediction) or ``MANY`` times (training; XLA's defaults).
+
+    XLA's CPU backend emits its loop fusions with its MLIR fusion emitters by default; its
+    older LLVM IR emitters compile in 55-65% of their time (measured, the MNIST-style
+    compat program: train 0.90 -> 0.56 s, evaluate 0.21 -> 0.12 s, initial state 0.25 ->
+    0.14 s) for code that runs slower (that train step: 1.29 -> 1.65 ms; a logistic
+    evaluation step at batch 1024: half the speed): ``FEW`` and ``ONCE`` use them (on the
+    CPU). ``ONCE`` adds backend optimization level 0 (a third less compile time).
+    """
+    options = {}
+    if runs <= FEW and jax.default_backend() == "cpu":
+        options["xla_cpu_use_fusion_emitters"] = False
+    if runs == ONCE:
+        options["xla_backend_optimization_level"] = 0
+    return options or None
+
+
+class RunPlan(NamedTuple):
+    """How often one ``train``/``evaluate``/``predict`` call runs its programs.
+
+    Attributes:
+      few_runs: the call runs at most ``FEW_BATCHES`` steps (its input says so).
+      once: the signature of the call's shorter last batch, run once, or None.
+    """
+
+    few_runs: bool = False
+    once: tuple | None = None
+
+    def runs(self, key: tuple) -> int:
+        """``ONCE``, ``FEW`` or ``MANY``: how the program for signature ``key`` is needed."""
+        if key == self.once:
+            return ONCE
+        return FEW if self.few_runs else MANY
+
+
+#: The plan of a call that runs its programs many times (every program for run speed).
+MANY_RUNS = RunPlan()
 
 
 def compile_in_background(lowered: jax.stages.Lowered, options=None) -> concurrent.futures.Future:
@@ -96,6 +133,7 @@ class _Entry(NamedTuple):
     executable: jax.stages.Compiled
     info: StepInfo
     stacked: bool  # the program takes stacked batches (see StepCompiler.stacks)
+    runs: int  # compiled for ONCE, FEW or MANY runs (see compile_options)
 
 
 class StepCompiler:
@@ -121,9 +159,6 @@ class StepCompiler:
       compile_count: programs compiled so far (one per batch signature).
       call_count: device calls made so far (each runs 1 to ``steps_per_call`` steps).
       steps_per_call: the most steps one call runs (1 for PREDICT).
-      few_runs: the current evaluation or prediction runs at most ``FEW_BATCHES`` steps
-        (set by the caller): a program compiled now is compiled for compile speed, and
-        kept for its batch signature.
     """
 
     def __init__(
@@ -161,7 +196,6 @@ class StepCompiler:
         self._abstract_acc = None
         self._finalize = jax.jit(finalize)
         self._finalizers: dict = {}  # accumulator signature -> Future of compiled finalize
-        self.few_runs = False
 
     # ----- state ------------------------------------------------------------------------
     def abstract_state(self, features, labels) -> TrainState:
@@ -175,7 +209,7 @@ class StepCompiler:
 
         The program runs once, so a small state's is compiled for compile speed rather
         than run speed (XLA's backend optimization level 0 and its older loop emitters:
-        half the compile time of random initializers, see ``_FEW_RUNS``); a large state's
+        half the compile time of random initializers, see ``compile_options``); a large state's
         (over ``FAST_INIT_MAX`` values) as usual, where filling the tables is what takes
         the time. :meth:`precompile_init` may have
         started its compile."""
@@ -217,7 +251,7 @@ class StepCompiler:
             raise
 
         def compile_init():
-            options = _FAST_COMPILE if size <= FAST_INIT_MAX else None
+            options = compile_options(ONCE if size <= FAST_INIT_MAX else MANY)
             try:
                 future.set_result(lowered.compile(compiler_options=options))
             except BaseException as err:  # noqa: BLE001 - raised by the caller or init_state
@@ -254,7 +288,7 @@ class StepCompiler:
         with self._lock:
             future = self._finalizers.get(key)
         if future is None:
-            future = compile_in_background(self._finalize.trace(acc).lower(), _FAST_COMPILE)
+            future = compile_in_background(self._finalize.trace(acc).lower(), compile_options(ONCE))
             with self._lock:
                 self._finalizers[key] = future
         return lambda value: future.result()(value)
@@ -277,30 +311,43 @@ class StepCompiler:
             batches = [*batches, *[filler] * (self.steps_per_call - count)]
         return (*leading, tuple(batches), count)
 
-    def _claim(self, key) -> tuple[_Entry | None, concurrent.futures.Future, bool]:
-        """``(entry, future, owner)``: the compiled entry of ``key``, else the future of its
-        compile and whether the caller is to do it (no compile is in progress)."""
+    def _claim(self, key, runs: int) -> tuple[_Entry | None, concurrent.futures.Future, bool]:
+        """``(entry, future, owner)``: the compiled entry of ``key`` if it was compiled for
+        at least ``runs`` (see ``compile_options``), else the future of such a compile and
+        whether the caller is to do it (none is in progress)."""
         with self._lock:
             entry = self._compiled.get(key)
-            future = None if entry is not None else self._pending.get(key)
-            owner = entry is None and future is None
-            if owner:
-                future = self._pending[key] = concurrent.futures.Future()
-        return entry, future, owner
+            if entry is not None and entry.runs >= runs:
+                return entry, None, False
+            future = next(
+                (
+                    self._pending[(key, r)]
+                    for r in range(MANY, runs - 1, -1)
+                    if (key, r) in self._pending
+                ),
+                None,
+            )
+            if future is not None:
+                return None, future, False
+            future = self._pending[(key, runs)] = concurrent.futures.Future()
+        return None, future, True
 
-    def _finish(self, key, future: concurrent.futures.Future, compile_entry) -> _Entry:
-        """Runs ``compile_entry()`` for the claimed ``key``; its result or error goes to
-        ``future`` (and to the calls waiting on it)."""
+    def _finish(self, key, runs: int, future: concurrent.futures.Future, compile_entry) -> _Entry:
+        """Runs ``compile_entry()`` for the claimed ``(key, runs)``; its result or error goes
+        to ``future`` (and to the calls waiting on it). The entry replaces one compiled for
+        fewer runs."""
         try:
             entry = compile_entry()
         except BaseException as err:
             with self._lock:
-                del self._pending[key]
+                del self._pending[(key, runs)]
             future.set_exception(err)
             raise
         with self._lock:
-            self._compiled[key] = entry
-            del self._pending[key]
+            known = self._compiled.get(key)
+            if known is None or known.runs < runs:
+                self._compiled[key] = entry
+            del self._pending[(key, runs)]
             self.compile_count += 1
         future.set_result(entry)
         return entry
@@ -319,20 +366,17 @@ class StepCompiler:
         )
         return size * self.steps_per_call <= STACK_BYTES_MAX
 
-    def _options(self) -> dict | None:
-        """XLA's compile options for a program of this mode (see ``_FEW_RUNS``)."""
-        return _FEW_RUNS if self.few_runs and self.mode != ModeKeys.TRAIN else None
-
     def _lowered(self, leading: tuple, batch) -> tuple:
         stacked = self.stacks(batch)
         traced = self._jitted[stacked].trace(*self._arguments(leading, [batch], stacked))
         return traced.lower(), traced.out_info[-1], stacked
 
-    def _entry(self, leading: tuple, batch) -> _Entry:
-        """The compiled program for ``batch``'s signature: from the cache, from a compile in
-        progress (:meth:`precompile`), or compiled now."""
+    def _entry(self, leading: tuple, batch, plan: RunPlan) -> _Entry:
+        """The compiled program for ``batch``'s signature, as ``plan`` needs it: from the
+        cache, from a compile in progress (:meth:`precompile`), or compiled now."""
         key = signature(batch)
-        entry, future, owner = self._claim(key)
+        runs = plan.runs(key)
+        entry, future, owner = self._claim(key, runs)
         if entry is not None:
             return entry
         if not owner:
@@ -340,50 +384,55 @@ class StepCompiler:
 
         def compile_entry():
             lowered, info, stacked = self._lowered(leading, batch)
-            return _Entry(lowered.compile(compiler_options=self._options()), info, stacked)
+            executable = lowered.compile(compiler_options=compile_options(runs))
+            return _Entry(executable, info, stacked, runs)
 
-        return self._finish(key, future, compile_entry)
+        return self._finish(key, runs, future, compile_entry)
 
-    def precompile(self, leading: tuple, batch, *, once: bool = False) -> None:
-        """Prepares the program for ``batch``'s signature: traces and lowers it now (in the
-        calling thread: ``model_fn`` is never traced in two threads at once) and compiles it
-        in a background thread (XLA compiles without the GIL, on another core), so that a
-        call reaching it finds it ready or waits for it. ``leading`` and ``batch`` may be
-        ``jax.ShapeDtypeStruct`` trees; a failure raises in the call that needs the
-        program. Nothing happens when the program exists or is being compiled.
-
-        ``once``: the program runs about once per call (a shorter last batch), so it is
-        compiled for compile speed rather than run speed (XLA's backend optimization level
-        0: a third less compile time, and the compile it runs beside finishes sooner)."""
+    def precompile(self, leading: tuple, batch, plan: RunPlan) -> None:
+        """Prepares the program for ``batch``'s signature, as ``plan`` needs it: traces and
+        lowers it now (in the calling thread: ``model_fn`` is never traced in two threads
+        at once) and compiles it in a background thread (XLA compiles without the GIL, on
+        another core), so that a call reaching it finds it ready or waits for it.
+        ``leading`` and ``batch`` may be ``jax.ShapeDtypeStruct`` trees; a failure raises
+        in the call that needs the program. Nothing happens when the program exists or is
+        being compiled (see ``compile_options`` for how ``plan`` decides the options)."""
         key = signature(batch)
-        _, future, owner = self._claim(key)
+        runs = plan.runs(key)
+        _, future, owner = self._claim(key, runs)
         if not owner:
             return
         try:
             lowered, info, stacked = self._lowered(leading, batch)
         except BaseException as err:  # noqa: BLE001 - raised by the call that needs it
             with self._lock:
-                del self._pending[key]
+                del self._pending[(key, runs)]
             future.set_exception(err)
             return
-        options = _FAST_COMPILE if once else self._options()
 
         def compile_quietly():
             try:
                 self._finish(
                     key,
+                    runs,
                     future,
-                    lambda: _Entry(lowered.compile(compiler_options=options), info, stacked),
+                    lambda: _Entry(
+                        lowered.compile(compiler_options=compile_options(runs)),
+                        info,
+                        stacked,
+                        runs,
+                    ),
                 )
             except BaseException:  # noqa: BLE001 - raised by the call that needs it
                 pass
 
         threading.Thread(target=compile_quietly, name="precompile", daemon=True).start()
 
-    def prepare_run(self, *args) -> StepInfo:
+    def prepare_run(self, *args, plan: RunPlan = MANY_RUNS) -> StepInfo:
         """Readies a ``train``/``evaluate``/``predict`` call: compiles the program for
-        ``args`` (the leading arguments and the first batch) when its signature is new,
-        and returns (and keeps in :attr:`info`) the hooks ``model_fn`` gives this call.
+        ``args`` (the leading arguments and the first batch) when its signature is new
+        (as ``plan`` needs it), and returns (and keeps in :attr:`info`) the hooks
+        ``model_fn`` gives this call.
 
         TF calls ``model_fn`` on every call and runs the hooks it returns. A new signature's
         trace gives them. A known signature whose ``model_fn`` returned hooks is traced
@@ -393,23 +442,23 @@ class StepCompiler:
         """
         leading, batch = args[: self.program.leading], args[self.program.leading :]
         known = signature(batch) in self._compiled
-        info = self._entry(leading, batch).info
+        info = self._entry(leading, batch, plan).info
         if known and (info.hooks or info.chief_hooks):
             step = self._step
             info = jax.eval_shape(lambda *a: step(*a), *args)[-1]  # a new function: a trace
         self.info = info
         return info
 
-    def __call__(self, *args):
-        """Runs one step, compiling for a new batch signature; returns the step's result
-        (see ``estimator.engine.steps``)."""
+    def __call__(self, *args, plan: RunPlan = MANY_RUNS):
+        """Runs one step, compiling for a new batch signature (as ``plan`` needs it);
+        returns the step's result (see ``estimator.engine.steps``)."""
         leading, batch = args[: self.program.leading], args[self.program.leading :]
-        return self.multi(*leading, [batch])
+        return self.multi(*leading, [batch], plan=plan)
 
-    def multi(self, *args):
+    def multi(self, *args, plan: RunPlan = MANY_RUNS):
         """Runs ``len(batches)`` steps (of one signature, at most ``steps_per_call``) in one
         call; ``args`` are the step's leading arguments (state, and the accumulator in EVAL)
-        and the batches."""
+        and the batches; ``plan`` says how a program compiled now is compiled."""
         *leading, batches = args
         batches = list(batches)
         if not 1 <= len(batches) <= self.steps_per_call:
@@ -417,7 +466,7 @@ class StepCompiler:
                 f"A call runs 1 to {self.steps_per_call} steps (steps_per_execution); got "
                 f"{len(batches)} batches."
             )
-        entry = self._entry(tuple(leading), batches[0])
+        entry = self._entry(tuple(leading), batches[0], plan)
         self.call_count += 1
         # The argument form was decided once, when the program was compiled.
         return entry.executable(*self._arguments(tuple(leading), batches, entry.stacked))

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import jax
 import numpy as np
 
-from estimator.engine.compiler import StepCompiler
+from estimator.engine.compiler import MANY_RUNS, RunPlan, StepCompiler
 from estimator.engine.interrupt import SignalGuard
 from estimator.engine.steps import TrainState
 from estimator.hooks import basic as hooks_lib
@@ -207,40 +207,47 @@ class _QueuedRunner:
 class TrainRunner(_QueuedRunner):
     """Train steps; ``state`` is the :class:`TrainState` after the last step run."""
 
-    def __init__(self, compiler: StepCompiler, state: TrainState):
+    def __init__(self, compiler: StepCompiler, state: TrainState, plan: RunPlan = MANY_RUNS):
         super().__init__(compiler)
         self.state = state
+        self.plan = plan
 
     def _many(self, batches: list) -> None:
-        self.state, self.outputs, _ = self.compiler.multi(self.state, batches)
+        self.state, self.outputs, _ = self.compiler.multi(self.state, batches, plan=self.plan)
 
 
 class EvalRunner(_QueuedRunner):
     """Evaluation steps accumulating metrics on the device in ``accumulator``."""
 
-    def __init__(self, compiler: StepCompiler, state: TrainState, accumulator) -> None:
+    def __init__(
+        self, compiler: StepCompiler, state: TrainState, accumulator, plan: RunPlan = MANY_RUNS
+    ) -> None:
         super().__init__(compiler)
         self.state = state
         self.accumulator = accumulator
+        self.plan = plan
 
     def _many(self, batches: list) -> None:
         self.accumulator, self.outputs, _ = self.compiler.multi(
-            self.state, self.accumulator, batches
+            self.state, self.accumulator, batches, plan=self.plan
         )
 
 
 class PredictRunner:
     """Computes predictions batch by batch, kept on the device until yielded (internal)."""
 
-    def __init__(self, compiler: StepCompiler, state: TrainState, predict_keys) -> None:
+    def __init__(
+        self, compiler: StepCompiler, state: TrainState, predict_keys, plan: RunPlan = MANY_RUNS
+    ) -> None:
         self.compiler = compiler
         self.state = state
         self.predict_keys = predict_keys
+        self.plan = plan
         self.outputs: dict = {}
         self.pending: list = []
 
     def run(self, batch, sync: bool) -> None:
-        predictions, self.outputs, _ = self.compiler(self.state, *batch)
+        predictions, self.outputs, _ = self.compiler(self.state, *batch, plan=self.plan)
         self.pending.append(predictions)
 
     def flush(self) -> None:

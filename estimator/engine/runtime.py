@@ -22,7 +22,7 @@ import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import distribute
-from estimator.engine.compiler import FEW_BATCHES, StepCompiler
+from estimator.engine.compiler import FEW_BATCHES, RunPlan, StepCompiler, signature
 from estimator.engine.default_hooks import default_training_hooks
 from estimator.engine.eval_results import host_value
 from estimator.engine.interrupt import SignalGuard
@@ -177,27 +177,37 @@ class Runtime:
         must run the same programs in the same order whatever its hooks fetch."""
         return 1 if self.processes > 1 else self.config.steps_per_execution
 
-    def _precompile_last_batch(self, compiler, leading: tuple, first, prefetcher) -> None:
-        """When the input's last batch is known to be shorter (``numpy_input_fn``), prepares
-        its program now and compiles it in the background, beside the first batch's program
-        and the full batches' run (one device; a mesh places an uneven batch differently).
-        It runs once per call, so it compiles for compile speed (``once``)."""
+    def _plan(self, prefetcher, first, few_runs: bool = False) -> RunPlan:
+        """The call's :class:`RunPlan`: ``few_runs`` as given; ``once``, the signature of
+        the shorter last batch when the input knows its size in advance (``numpy_input_fn``;
+        one device: a mesh places an uneven batch differently)."""
         size = getattr(prefetcher, "last_batch_size", None)
         leaves = jax.tree.leaves(first)
         padding = getattr(prefetcher, "padding", None)
         if size is None or self.mesh is not None or not leaves or (padding and padding.active):
-            return  # (a padded last batch runs in the first batch's program)
+            return RunPlan(few_runs)  # (a padded last batch runs in the first batch's program)
         full = np.shape(leaves[0])[:1]
         if any(np.shape(x)[:1] != full for x in leaves) or full == (size,):
-            return  # not every leaf is batch-major: the shape of the last batch is unknown
+            return RunPlan(few_runs)  # not every leaf is batch-major: its shape is unknown
+        return RunPlan(few_runs, signature(self._last_batch(first, size)))
+
+    @staticmethod
+    def _last_batch(first, size: int):
+        return jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((size, *np.shape(x)[1:]), x.dtype), first
+        )
+
+    def _precompile_last_batch(self, compiler, leading: tuple, first, prefetcher, plan) -> None:
+        """Prepares the shorter last batch's program (``plan.once``) now and compiles it in
+        the background, beside the first batch's program and the full batches' run. It
+        runs once per call, so it compiles for compile speed (``compile_options``)."""
+        if plan.once is None:
+            return
         abstract = jax.tree.map(
             lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None)),
             leading,
         )
-        last = jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct((size, *np.shape(x)[1:]), x.dtype), first
-        )
-        compiler.precompile(abstract, last, once=True)
+        compiler.precompile(abstract, self._last_batch(first, prefetcher.last_batch_size), plan)
 
     def _session(self, mode: str, runner, state: TrainState, hooks, info) -> Session:
         """The session hooks see; calls their ``after_create_session`` (TF's order: after
@@ -222,13 +232,14 @@ class Runtime:
             return None
         self.model.check_labels(first[1])
         abstract = self.states.abstract(compiler, first)
-        compiler.precompile((abstract,), first)
+        plan = self._plan(prefetcher, first)
+        compiler.precompile((abstract,), first, plan)
         if latest is None:  # a fresh state: its program compiles beside the step's
             compiler.precompile_init(first[0], first[1] if len(first) > 1 else None)
         # The last batch's program compiles beside the first's (both XLA compiles at once).
-        self._precompile_last_batch(compiler, (abstract,), first, prefetcher)
+        self._precompile_last_batch(compiler, (abstract,), first, prefetcher, plan)
         prefetcher.warm()  # the input's host phase, while XLA compiles
-        info = compiler.prepare_run(abstract, *first)
+        info = compiler.prepare_run(abstract, *first, plan=plan)
         all_hooks = default_training_hooks(
             self.config,
             info,
@@ -241,7 +252,7 @@ class Runtime:
         for hook in all_hooks:
             hook.begin()
         state = self.states.read(compiler, first, latest, training=True, abstract=abstract)
-        runner = TrainRunner(compiler, state)
+        runner = TrainRunner(compiler, state, plan)
         session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
         # A save is collective in a multi-process job: one process's SIGTERM can't save.
         guard = SignalGuard(
@@ -298,20 +309,20 @@ class Runtime:
         else:
             state = abstract = state._replace(opt_state=None)
         acc = compiler.empty_accumulator(abstract, *first)
-        compiler.few_runs = _few_batches(prefetcher, steps)
-        compiler.precompile((abstract, acc), first)
-        self._precompile_last_batch(compiler, (abstract, acc), first, prefetcher)
+        plan = self._plan(prefetcher, first, _few_batches(prefetcher, steps))
+        compiler.precompile((abstract, acc), first, plan)
+        self._precompile_last_batch(compiler, (abstract, acc), first, prefetcher, plan)
         prefetcher.warm()  # the input's host phase, while XLA compiles
         if state is None:
             state = self.states.read(compiler, first, path, training=False, abstract=abstract)
         finalize_metrics = compiler.finalizer(acc)
-        info = compiler.prepare_run(state, acc, *first)
+        info = compiler.prepare_run(state, acc, *first, plan=plan)
         all_hooks = hooks + list(info.hooks)
         logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
         start = time.time()
         for hook in all_hooks:
             hook.begin()
-        runner = EvalRunner(compiler, state, acc)
+        runner = EvalRunner(compiler, state, acc, plan)
         session = self._session(ModeKeys.EVAL, runner, state, all_hooks, info)
         with SignalGuard(sigterm=False) as guard:
             run_loop(session, all_hooks, prefetcher, num_steps=steps, guard=guard)
@@ -343,13 +354,13 @@ class Runtime:
         except StopIteration:
             return
         state = self.states.read(compiler, first, path, training=False)
-        compiler.few_runs = _few_batches(prefetcher)
-        info = compiler.prepare_run(state, *first)
-        self._precompile_last_batch(compiler, (state,), first, prefetcher)
+        plan = self._plan(prefetcher, first, _few_batches(prefetcher))
+        info = compiler.prepare_run(state, *first, plan=plan)
+        self._precompile_last_batch(compiler, (state,), first, prefetcher, plan)
         all_hooks = hooks + list(info.hooks)
         for hook in all_hooks:
             hook.begin()
-        runner = PredictRunner(compiler, state, predict_keys)
+        runner = PredictRunner(compiler, state, predict_keys, plan)
         self.states.lend(runner)  # until this generator is done or dropped
         session = self._session(ModeKeys.PREDICT, runner, state, all_hooks, info)
         pending = runner.pending

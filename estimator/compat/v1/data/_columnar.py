@@ -265,10 +265,7 @@ class ColumnarPlan:
 
     def batch_count(self) -> int | None:
         """The number of batches when known (nothing after ``batch``), else None."""
-        length = self.index.length
-        if length is None or self.after:
-            return None
-        return length // self.batch_size if self.drop_remainder else -(-length // self.batch_size)
+        return None if self.after else self._per_pass()
 
     def dataset(self) -> grain.MapDataset:
         per_pass = self._per_pass()

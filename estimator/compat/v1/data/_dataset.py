@@ -274,6 +274,8 @@ class _Planned:
 
     def __init__(self, plan) -> None:
         self._plan = plan
+        self.last_batch_size = plan.last_batch_size()  # as Dataset's
+        self.batch_count = plan.batch_count()
 
     def as_numpy_iterator(self) -> Iterator:
         return self._plan.iterator()
