@@ -300,6 +300,8 @@ def _patch_product_fwd(padded, matrix, geometry):
 
 
 def _patch_product_bwd(geometry, residuals, g):
+    if isinstance(g, jax.custom_derivatives.SymbolicZero):  # (symbolic_zeros=True)
+        return None, None
     patches, matrix, shape = residuals
     if patches.ndim == 2:  # transposed, from data: no input gradient
         g = jnp.moveaxis(g, -1, 0).reshape(matrix.shape[-1], -1)  # [C_out, N x out]

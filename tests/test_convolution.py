@@ -24,6 +24,7 @@ CASES = [
     (2, 2, "VALID", 1, 2),
     (2, 1, "explicit", 2, 3),
     (2, 3, "VALID", 2, 3),
+    (3, 2, "SAME", 1, 2),
 ]
 
 
@@ -34,7 +35,9 @@ def test_values_and_gradients_equal_lax(n, stride, pad, dilation, k, channels):
     x = jnp.asarray(rng.normal(size=(3,) + (9,) * n + (channels,)), jnp.float32)
     w = jnp.asarray(rng.normal(size=(k,) * n + (channels, 5)), jnp.float32)
     padding = [(1, 2)] * n if pad == "explicit" else pad
-    spec = ("NWC", "WIO", "NWC") if n == 1 else ("NHWC", "HWIO", "NHWC")
+    spec = {1: ("NWC", "WIO", "NWC"), 2: ("NHWC", "HWIO", "NHWC"), 3: ("NDHWC", "DHWIO", "NDHWC")}[
+        n
+    ]
 
     def reference(x, w):
         return jax.lax.conv_general_dilated(
