@@ -232,13 +232,9 @@ class Batches:
             raise RuntimeError(
                 "map_rows() after reading batches or mapping them: call it once, first."
             )
-        return Batches(
-            self._cut,
-            self._rows,
-            last_batch_size=self.last_batch_size,
-            batch_count=self.batch_count,
-            fn=fn,
-        )
+        mapped = Batches(self._cut, self._rows, fn=fn)
+        mapped.last_batch_size, mapped.batch_count = self.last_batch_size, self.batch_count
+        return mapped
 
     def warm(self) -> None:
         """Maps all rows now (see :meth:`map_rows`); nothing when done or not mapped."""
