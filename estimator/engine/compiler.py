@@ -54,8 +54,8 @@ ONCE, FEW, MANY = 0, 1, 2
 
 def compile_options(runs: int) -> dict | None:
     """XLA's compile options for a program that runs ``ONCE`` per call (an initial state,
-    a shorter last batch, evaluation's finalize), a ``FEW`` times (a short evaluation or
-    prediction) or ``MANY`` times (training; XLA's defaults).
+    a shorter last batch, evaluation's finalize), ``FEW`` times (a short evaluation or
+    prediction) or ``MANY`` times (training, a long evaluation; XLA's defaults).
 
     XLA's CPU backend emits its loop fusions with its MLIR fusion emitters by default; its
     older LLVM IR emitters compile in 55-65% of their time (measured, the MNIST-style
@@ -209,10 +209,9 @@ class StepCompiler:
 
         The program runs once, so a small state's is compiled for compile speed rather
         than run speed (XLA's backend optimization level 0 and its older loop emitters:
-        half the compile time of random initializers, see ``compile_options``); a large state's
-        (over ``FAST_INIT_MAX`` values) as usual, where filling the tables is what takes
-        the time. :meth:`precompile_init` may have
-        started its compile."""
+        half the compile time of random initializers, see ``compile_options``); a large
+        state's (over ``FAST_INIT_MAX`` values) as usual, where filling the tables is what
+        takes the time. :meth:`precompile_init` may have started its compile."""
         args = (features, labels, self.model.key_data)
         with self._lock:
             future = self._inits.get(signature(args))

@@ -193,6 +193,7 @@ class Runtime:
 
     @staticmethod
     def _last_batch(first, size: int):
+        """The shorter last batch: ``first``'s leaves with ``size`` rows, abstract."""
         return jax.tree.map(
             lambda x: jax.ShapeDtypeStruct((size, *np.shape(x)[1:]), x.dtype), first
         )
