@@ -214,6 +214,14 @@ EXPECTS = "Signature 'serving_default' expects:\n  k: int32 [None]\n  x: float32
             "Input 'x' must be float32, got values of type NoneType, float.\n" + EXPECTS,
         ),
         (
+            {"x": [[1.0, True, 2.0, 3.0]], "k": [1]},  # numpy would read True as 1.0
+            "Input 'x' must be float32, got values of type bool, float.\n" + EXPECTS,
+        ),
+        (
+            {"x": X[:2], "k": np.array([True, False])},
+            "Input 'k' must be int32, got values of type bool.\n" + EXPECTS,
+        ),
+        (
             {"x": X[:2, :3], "k": K[:2]},
             "Input 'x' has shape [2, 3], expected [None, 4] (None: any size).\n" + EXPECTS,
         ),
@@ -226,7 +234,18 @@ EXPECTS = "Signature 'serving_default' expects:\n  k: int32 [None]\n  x: float32
             "Inputs have different batch sizes (2 and 3 for 'k').\n" + EXPECTS,
         ),
     ],
-    ids=["name", "missing", "float-for-int", "strings", "none", "shape", "rank", "batch"],
+    ids=[
+        "name",
+        "missing",
+        "float-for-int",
+        "strings",
+        "none",
+        "bool-in-floats",
+        "bools",
+        "shape",
+        "rank",
+        "batch",
+    ],  # fmt: skip
 )
 def test_bad_inputs_raise_with_what_the_signature_expects(model, inputs, message):
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -216,6 +216,13 @@ BAD = [
         "'size' must be float32",
     ),
     (
+        "boolean for a float",  # JSON true is not 1.0
+        "/v1/models/census:predict",
+        {"signature_name": "predict", "instances": [{"size": True, "color": "red"}]},
+        400,
+        "'size' must be float32, got values of type bool",
+    ),
+    (
         "bad b64",
         "/v1/models/census:predict",
         {"signature_name": "predict", "instances": [{"size": 1.0, "color": {"b64": "%%"}}]},

@@ -76,8 +76,9 @@ def fill_parsed(inputs: Mapping[str, Any], parse_spec: Mapping[str, Any]) -> dic
 
 
 def _check_dtype(name: str, value, expected: str, describe) -> None:
-    """Refuses values that would change meaning when read as ``expected``: strings or
-    ``None`` for a numeric input, floats for an integer input (``np.can_cast`` with
+    """Refuses values that would change meaning when read as ``expected``: strings,
+    ``None`` or booleans for a numeric input (TF's ``tf.constant(True, tf.float32)`` fails
+    too; JSON ``true`` is not 1.0), floats for an integer input (``np.can_cast`` with
     ``"same_kind"``: int -> float and float64 -> float32 are accepted, float -> int is not)."""
     dtype = _dtype(expected)
     if dtype.kind == "O":
@@ -86,6 +87,14 @@ def _check_dtype(name: str, value, expected: str, describe) -> None:
         source = np.asarray(value).dtype
     except ValueError:
         return  # ragged nesting; the conversion reports it with the expected shape
+    if dtype.kind != "b" and (
+        source.kind == "b"
+        or (
+            not isinstance(value, np.ndarray)  # a nested list (JSON) may mix in booleans
+            and any(isinstance(v, bool) for v in np.asarray(value, dtype=object).flat)
+        )
+    ):
+        source = np.dtype(object)  # reported by the type of its values, below
     if source.kind in "OUS":
         kinds = sorted({type(v).__name__ for v in np.asarray(value, dtype=object).flat})
         raise ValueError(
