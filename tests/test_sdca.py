@@ -9,8 +9,10 @@ both converge to the same optimum, which is compared too.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
+from jax.sharding import Mesh
 from synthetic import lcg
 
 import canned
@@ -354,6 +356,29 @@ def test_linear_estimators_match_tf(tmp_path, run):
     assert model.get_variable_value("linear/sdca/examples_seen") == 30
     if kind == "classifier":
         _predicts_and_serves_without_example_ids(model, features, tmp_path)
+
+
+def test_a_mesh_trains_as_one_device(tmp_path):
+    # Batches of 10 split over 2 devices (the example table, the sequential per-example
+    # updates and their random order): the same variables and loss as on one device.
+    features, y, _ = data()
+    results = []
+    for i, mesh in enumerate([None, Mesh(np.array(jax.devices()[:2]), ("data",))]):
+        model = canned.LinearClassifier(
+            _columns(), str(tmp_path / str(i)), weight_column="w",
+            optimizer=LinearSDCA("id", table_capacity=64, symmetric_l2_regularization=1.0),
+            config=est.RunConfig(mesh=mesh, tf_random_seed=3),
+        )  # fmt: skip
+        model.train(est.inputs.numpy_input_fn(features, y, batch_size=10, num_epochs=2,
+                                              shuffle=False))  # fmt: skip
+        loss = model.evaluate(est.inputs.numpy_input_fn(features, y, batch_size=30,
+                                                        shuffle=False))["loss"]  # fmt: skip
+        results.append((loss, [model.get_variable_value(name) for name in NAMES]))
+    (loss, weights), (mesh_loss, mesh_weights) = results
+    assert abs(mesh_loss - loss) < 1e-6
+    for w, mesh_w in zip(weights, mesh_weights, strict=True):
+        np.testing.assert_allclose(mesh_w, w, atol=1e-6)
+    assert np.abs(weights[0]).max() > 0.1  # trained
 
 
 def _predicts_and_serves_without_example_ids(model, features, tmp_path):
