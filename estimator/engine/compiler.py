@@ -136,6 +136,11 @@ class _Entry(NamedTuple):
     runs: int  # compiled for ONCE, FEW or MANY runs (see compile_options)
 
 
+def _compile(lowered: jax.stages.Lowered, info: StepInfo, stacked: bool, runs: int) -> _Entry:
+    """The entry of ``lowered`` compiled with ``compile_options(runs)``."""
+    return _Entry(lowered.compile(compiler_options=compile_options(runs)), info, stacked, runs)
+
+
 class StepCompiler:
     """Builds and compiles the step function of one mode (internal).
 
@@ -382,9 +387,7 @@ class StepCompiler:
             return future.result()  # compiled in the background: wait for it (or its error)
 
         def compile_entry():
-            lowered, info, stacked = self._lowered(leading, batch)
-            executable = lowered.compile(compiler_options=compile_options(runs))
-            return _Entry(executable, info, stacked, runs)
+            return _compile(*self._lowered(leading, batch), runs)
 
         return self._finish(key, runs, future, compile_entry)
 
@@ -402,7 +405,7 @@ class StepCompiler:
         if not owner:
             return
         try:
-            lowered, info, stacked = self._lowered(leading, batch)
+            lowered = self._lowered(leading, batch)
         except BaseException as err:  # noqa: BLE001 - raised by the call that needs it
             with self._lock:
                 del self._pending[(key, runs)]
@@ -411,17 +414,7 @@ class StepCompiler:
 
         def compile_quietly():
             try:
-                self._finish(
-                    key,
-                    runs,
-                    future,
-                    lambda: _Entry(
-                        lowered.compile(compiler_options=compile_options(runs)),
-                        info,
-                        stacked,
-                        runs,
-                    ),
-                )
+                self._finish(key, runs, future, lambda: _compile(*lowered, runs))
             except BaseException:  # noqa: BLE001 - raised by the call that needs it
                 pass
 
