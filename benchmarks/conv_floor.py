@@ -10,10 +10,10 @@ times ``main``:
 * **hand**: the same model written directly in JAX, the way a JAX user would: the same
   data (the program's own ``make_digits``), layers, initializers (glorot uniform, zero
   biases), dropout, SGD at 0.1 and batch 50, one ``jax.jit`` step (donated parameters,
-  NumPy batches passed straight in), accuracy over the evaluation set at the end. With
-  ``--conv lax`` its convolutions are ``lax.conv_general_dilated``; with ``--conv ours``,
-  ``estimator.convolution.conv`` (the Estimator's layout for XLA's CPU backend) and its
-  pooling ``estimator.convolution.max_pool``;
+  NumPy batches passed straight in), accuracy over the evaluation set at the end. It runs
+  twice: with ``lax.conv_general_dilated`` and ``lax.reduce_window`` ("lax conv"), and
+  with ``estimator.convolution.conv`` and ``max_pool`` ("ours conv": the Estimator's
+  layout for XLA's CPU backend);
 * **ours**: ``compat_programs.py``'s run of the ported program;
 * **TF**: TensorFlow 2.15 running the unchanged program (``--tf-python``).
 
@@ -36,6 +36,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -238,7 +239,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(header)
     print("-" * len(header))
-    env = compat_programs.bytecode_env(os.path.join(os.environ.get("TMPDIR", "/tmp"), "cf_pyc"))
+    pycache = tempfile.TemporaryDirectory()
+    env = compat_programs.bytecode_env(pycache.name)
     for steps in args.steps:
         runs = {}
         for conv_kind in ("lax", "ours"):
