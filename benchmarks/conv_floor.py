@@ -215,6 +215,10 @@ def _hand_process(steps: int, conv_kind: str) -> dict:
     return compat_programs._result(done.stdout)
 
 
+def _port_process(steps: int, env: dict) -> dict:
+    return compat_programs.ours("mnist_conv", steps, None, False, env)[0]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     tf_default = compat_programs.DEFAULT_TF
@@ -241,30 +245,18 @@ def main(argv: list[str] | None = None) -> None:
     print("-" * len(header))
     pycache = tempfile.TemporaryDirectory()
     env = compat_programs.bytecode_env(pycache.name)
+
+    def best(run, *run_args) -> dict:
+        return compat_programs._best([run(*run_args) for _ in range(args.repeat)])
+
     for steps in args.steps:
-        runs = {}
-        for conv_kind in ("lax", "ours"):
-            runs[f"hand, {conv_kind} conv"] = min(
-                (_hand_process(steps, conv_kind) for _ in range(args.repeat)),
-                key=lambda r: r["seconds"],
-            )
-        runs["Estimator port"] = min(
-            (
-                compat_programs.ours("mnist_conv", steps, None, False, env)[0]
-                for _ in range(args.repeat)
-            ),
-            key=lambda r: r["seconds"],
-        )
+        runs = {f"hand, {kind} conv": best(_hand_process, steps, kind) for kind in ("lax", "ours")}
+        runs["Estimator port"] = best(_port_process, steps, env)
         tf = None
         if args.tf_python:
-            tf = min(
-                (
-                    compat_programs.theirs(args.tf_python, "mnist_conv", steps, None)
-                    for _ in range(args.repeat)
-                ),
-                key=lambda r: r["seconds"],
+            tf = runs["TF 2.15"] = best(
+                compat_programs.theirs, args.tf_python, "mnist_conv", steps, None
             )
-            runs["TF 2.15"] = tf
         for name, run in runs.items():
             ratio = f"{tf['seconds'] / run['seconds']:.2f}" if tf else "-"
             compile_s = f"{run['compile_seconds']:.2f}" if "compile_seconds" in run else "-"
