@@ -86,8 +86,17 @@ HINTS: dict[str, str] = {
     "tf.estimator.tpu": "TPU Estimator is not provided; the Estimator runs on any jax backend.",
     "tf.image": "Image ops: use jax.image (resize) and jax.numpy on NHWC arrays.",
     "tf.strings": (
-        "Strings cannot enter traced code: process them on the host in the input pipeline "
-        "(NumPy) or with feature columns (tf.feature_column.*)."
+        "tf.strings provides to_hash_bucket_fast, strip, lower, upper, length, join, "
+        "regex_full_match, to_number and as_string; do the rest on the host in the input "
+        "pipeline (NumPy on bytes) or with feature columns (tf.feature_column.*)."
+    ),
+    "tf.string_to_hash_bucket_strong": (
+        "The keyed SipHash bucket is not provided: use tf.string_to_hash_bucket_fast "
+        "(FarmHash, the hash of categorical_column_with_hash_bucket)."
+    ),
+    "tf.string_to_hash_bucket": (
+        "TF's legacy hash is not provided (TF 1 deprecated it): use "
+        "tf.string_to_hash_bucket_fast."
     ),
     "tf.sparse": _NO_SPARSE,
     "tf.SparseTensor": _NO_SPARSE,
@@ -151,6 +160,8 @@ for _name in (
     "Int64List"
 ).split():
     HINTS[f"tf.train.{_name}"] = _EXAMPLES
+HINTS["tf.strings.to_hash_bucket_strong"] = HINTS["tf.string_to_hash_bucket_strong"]
+HINTS["tf.strings.to_hash_bucket"] = HINTS["tf.string_to_hash_bucket"]
 HINTS["tf.train.warm_start"] = HINTS["tf.train.init_from_checkpoint"]
 HINTS["tf.train.NewCheckpointReader"] = (
     "Read checkpoints with tf.train.list_variables / tf.train.load_variable (or "

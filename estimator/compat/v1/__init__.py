@@ -64,6 +64,7 @@ from estimator.compat.v1 import math as math
 from estimator.compat.v1 import metrics as metrics
 from estimator.compat.v1 import nn as nn
 from estimator.compat.v1 import random as random
+from estimator.compat.v1 import strings as strings
 from estimator.compat.v1 import summary as summary
 from estimator.compat.v1 import train as train
 from estimator.compat.v1._graph import GraphKeys as GraphKeys
@@ -90,6 +91,12 @@ from estimator.compat.v1.initializers import (
     variance_scaling_initializer as variance_scaling_initializer,
 )
 from estimator.compat.v1.initializers import zeros_initializer as zeros_initializer
+from estimator.compat.v1.strings import as_string as as_string
+from estimator.compat.v1.strings import join as string_join
+from estimator.compat.v1.strings import regex_full_match as regex_full_match
+from estimator.compat.v1.strings import strip as string_strip
+from estimator.compat.v1.strings import to_hash_bucket_fast as string_to_hash_bucket_fast
+from estimator.compat.v1.strings import to_number as string_to_number
 from estimator.compat.v1.train._optimizers import gradients as gradients
 
 print = _framework.print_  # noqa: A001 (TF's names)
@@ -124,6 +131,7 @@ _MODULES = [
     "metrics",
     "nn",
     "random",
+    "strings",
     "summary",
     "train",
 ]
@@ -140,6 +148,12 @@ __all__ = sorted(
         "add_to_collection",
         "decode_csv",
         "gradients",
+        "as_string",
+        "string_join",
+        "regex_full_match",
+        "string_strip",
+        "string_to_hash_bucket_fast",
+        "string_to_number",
         "UnsupportedSymbolError",
         "constant_initializer",
         "glorot_normal_initializer",
