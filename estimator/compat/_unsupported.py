@@ -95,8 +95,7 @@ HINTS: dict[str, str] = {
         "(FarmHash, the hash of categorical_column_with_hash_bucket)."
     ),
     "tf.string_to_hash_bucket": (
-        "TF's legacy hash is not provided (TF 1 deprecated it): use "
-        "tf.string_to_hash_bucket_fast."
+        "TF's legacy hash is not provided (TF 1 deprecated it): use tf.string_to_hash_bucket_fast."
     ),
     "tf.sparse": _NO_SPARSE,
     "tf.SparseTensor": _NO_SPARSE,

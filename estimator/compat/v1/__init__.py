@@ -92,12 +92,14 @@ from estimator.compat.v1.initializers import (
 )
 from estimator.compat.v1.initializers import zeros_initializer as zeros_initializer
 from estimator.compat.v1.strings import as_string as as_string
-from estimator.compat.v1.strings import join as string_join
 from estimator.compat.v1.strings import regex_full_match as regex_full_match
-from estimator.compat.v1.strings import strip as string_strip
-from estimator.compat.v1.strings import to_hash_bucket_fast as string_to_hash_bucket_fast
-from estimator.compat.v1.strings import to_number as string_to_number
 from estimator.compat.v1.train._optimizers import gradients as gradients
+
+# TF 1's top-level names of tf.strings ops.
+string_join = strings.join
+string_strip = strings.strip
+string_to_hash_bucket_fast = strings.to_hash_bucket_fast
+string_to_number = strings.to_number
 
 print = _framework.print_  # noqa: A001 (TF's names)
 tuple = _framework.tuple_  # noqa: A001
