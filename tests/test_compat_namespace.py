@@ -285,3 +285,19 @@ def test_tf1_canned_defaults_match_tf(tmp_path):
     )
     np.testing.assert_allclose(weights, [[-0.2987748980522156]], rtol=1e-5)
     np.testing.assert_allclose(bias, [0.17013688385486603], rtol=1e-5)
+
+
+def test_tf_compat_v1_spelled_inside_the_v1_namespace():
+    # TF 2 code written as tf.compat.v1.X with `import estimator.compat.v1 as tf` (issue 34,
+    # F1): tf.compat.v1 is the namespace itself, in programs and in the checker.
+    assert tf.compat.v1 is tf
+    assert tf.compat.v1.layers.dense is tf.layers.dense
+    assert tf.compat.v1.estimator.RunConfig is tf.estimator.RunConfig
+    with pytest.raises(tf.UnsupportedSymbolError, match="tf.compat.v2 is not supported"):
+        tf.compat.v2  # noqa: B018
+    symbols = check.scan_source(
+        "import estimator.compat.v1 as tf\ntf.compat.v1.train.AdamOptimizer(0.1)\n"
+    )
+    assert [(s.name, check.resolve(s.path)[0]) for s in symbols] == [
+        ("tf.compat.v1.train.AdamOptimizer", True)
+    ]

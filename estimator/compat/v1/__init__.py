@@ -173,6 +173,10 @@ _unsupported_getattr = _module_getattr("tf", __name__)
 
 
 def __getattr__(name: str):
+    if name == "compat":
+        # tf.compat.v1.X in a program that imports this module as tf (TF 2 code spelled
+        # tf.compat.v1 everywhere): the package's tf.compat namespace, whose v1 is this module.
+        return importlib.import_module("estimator.compat").compat
     if name == "feature_column":
         # Deferred by design (see the module docstring): canned is imported by path, here.
         return importlib.import_module("canned._compat_v1").feature_column
