@@ -230,7 +230,8 @@ def test_check_command_lists_symbols_and_coverage(tmp_path, capsys):
     assert "ok       tf.estimator.EstimatorSpec" in out  # through `from ... import estimator`
     assert "MISSING  tf.Session" in out and "no graph or session" in out
     assert "MISSING  tf.train.ExponentialMovingAverage" in out and "optax.ema" in out
-    assert "8 TF symbols, 6 covered, 2 missing." in out
+    assert "ok       tf.data.Dataset.shuffle" in out  # methods on datasets count too
+    assert "10 TF symbols, 8 covered, 2 missing." in out
 
     good = tmp_path / "good.py"
     good.write_text("import tensorflow.compat.v1 as tf\nx = tf.nn.relu(tf.ones([2]))\n")
@@ -301,3 +302,39 @@ def test_tf_compat_v1_spelled_inside_the_v1_namespace():
     assert [(s.name, check.resolve(s.path)[0]) for s in symbols] == [
         ("tf.compat.v1.train.AdamOptimizer", True)
     ]
+
+
+def test_check_follows_datasets_and_iterators_through_variables(tmp_path, capsys):
+    # Issue 34, F5: methods on dataset values are symbols too (before: not listed at all).
+    path = tmp_path / "input.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import tensorflow as tf
+            def input_fn(path):
+                ds = tf.data.TextLineDataset(path).skip(1)
+                ds = ds.map(lambda line: tf.decode_csv(line, [[0.0], [""]]))
+                ds = ds.padded_batch(4, [])
+                it = ds.make_initializable_iterator()
+                return it.get_next()
+            def other():
+                ds = tf.data.Dataset.from_tensor_slices([1]).shuffle(3).batch(2)
+                return ds.make_one_shot_iterator().get_next(), {}.items()
+            """
+        )
+    )
+    assert check.main([str(path)]) == 1
+    out = capsys.readouterr().out
+    for symbol in (
+        "tf.data.Dataset.skip",
+        "tf.data.Dataset.map",
+        "tf.data.Dataset.make_initializable_iterator",
+        "tf.data.Dataset.shuffle",
+        "tf.data.Dataset.batch",
+        "tf.data.Dataset.make_one_shot_iterator",
+        "tf.data.Iterator.get_next",
+    ):
+        assert f"ok       {symbol} " in out, symbol
+    assert "MISSING  tf.data.Dataset.padded_batch" in out
+    assert "items" not in out  # methods of other values are not TF symbols
+    assert out.endswith("11 TF symbols, 10 covered, 1 missing.\n")
