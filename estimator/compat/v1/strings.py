@@ -5,8 +5,8 @@ values, in an ``input_fn`` or a ``tf.data`` ``map``. A TF string is bytes: every
 ``str`` or ``bytes`` (a ``str`` is encoded as UTF-8, as TF converts it to a ``tf.string``)
 and returns ``bytes`` in ``object`` arrays, as TF's ``numpy()`` does.
 
-* ``to_hash_bucket_fast(s, n)``: FarmHash ``Fingerprint64(s) mod n`` (TF's kernel; the
-  ``pyfarmhash`` package provides FarmHash), the hash of
+* ``to_hash_bucket_fast(s, n)``: FarmHash ``Fingerprint64(s) mod n`` (TF's kernel;
+  ``estimator.preprocessing.fingerprint64``), the hash of
   ``categorical_column_with_hash_bucket``;
 * ``strip``, ``lower``, ``upper`` (ASCII, as TF's default ``encoding=''``), ``length``
   (bytes, TF's default ``unit='BYTE'``), ``join``, ``regex_full_match`` (Python's ``re``
@@ -23,12 +23,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import farmhash
 import numpy as np
 
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1._base import dtype as _dtype
 from estimator.compat.v1._base import tf_strings
+from estimator.preprocessing import fingerprint64
 
 __all__ = [
     "to_hash_bucket_fast",
@@ -76,8 +76,9 @@ def to_hash_bucket_fast(input: Any, num_buckets: int, name: str | None = None) -
     del name
     if int(num_buckets) < 1:
         raise ValueError(f"num_buckets must be >= 1, got {num_buckets}.")
-    n = int(num_buckets)
-    return _map(lambda s: farmhash.fingerprint64(s) % n, input, "to_hash_bucket_fast", np.int64)
+    array = _strings(input, "to_hash_bucket_fast")
+    buckets = fingerprint64(array.ravel().tolist()) % np.uint64(num_buckets)
+    return buckets.astype(np.int64).reshape(array.shape)
 
 
 def strip(input: Any, name: str | None = None) -> np.ndarray:  # noqa: A002
