@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import estimator as est
 import estimator.compat.v1 as tf
@@ -92,6 +93,7 @@ def _wide_deep(kind, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_tf1_wide_and_deep_estimators_train_and_match_tf(tmp_path):
     # Before issue 34 both crashed at their first step (a TF 1 optimizer under optax's mask).
     for kind, labels in (("classifier", Y), ("regressor", YR)):
@@ -101,3 +103,101 @@ def test_tf1_wide_and_deep_estimators_train_and_match_tf(tmp_path):
             np.testing.assert_allclose(
                 np.ravel(model.get_variable_value(name)), tf_value, atol=1e-6, err_msg=name
             )
+
+
+class _Fetch(tf.train.SessionRunHook):
+    """Fetches ``names`` at the first step (as a LoggingTensorHook does)."""
+
+    def __init__(self, names):
+        self.names = names
+        self.values = None
+
+    def before_run(self, run_context):
+        return tf.train.SessionRunArgs(self.names)
+
+    def after_run(self, run_context, run_values):
+        if self.values is None:
+            self.values = run_values.results
+
+
+def _first_step_values(model, names, labels=Y):
+    hook = _Fetch(names)
+    model.train(lambda: ({"x": X}, labels), steps=1, hooks=[hook])
+    return hook.values
+
+
+@pytest.mark.slow
+def test_hooks_fetch_tf1_canned_head_tensors_by_tf_graph_names(tmp_path):
+    # Issue 34, F4. Names read from TF 2.15.1's graph of tf.compat.v1.estimator.* (see
+    # canned/head/_graph_names.py). Linear weights start at 0, so at the first step the
+    # logits are 0: per-example loss log 2, loss (SUM) 8 log 2 = 5.545, average log 2.
+    x = tf.feature_column.numeric_column("x", shape=(2,))
+    log2 = np.log(2.0)
+    values = _first_step_values(
+        tf.estimator.LinearClassifier([x], model_dir=str(tmp_path / "linear")),
+        {
+            "loss": "linear/head/weighted_loss/Sum",
+            "average_loss": "linear/head/truediv",
+            "weights": "linear/head/Sum",
+            "per_example": "linear/head/logistic_loss",
+            "labels": "linear/head/labels",
+            "probabilities": "linear/head/predictions/probabilities",
+            "logits": "linear/linear_model/linear_model/linear_model/weighted_sum",
+        },
+    )
+    np.testing.assert_allclose(values["loss"], 8 * log2, rtol=1e-6)
+    np.testing.assert_allclose(values["average_loss"], log2, rtol=1e-6)
+    assert values["weights"] == 8.0
+    np.testing.assert_allclose(values["per_example"], np.full((8, 1), log2), rtol=1e-6)
+    np.testing.assert_array_equal(values["labels"], Y[:, None])
+    np.testing.assert_allclose(values["probabilities"], np.full((8, 2), 0.5))
+    np.testing.assert_array_equal(values["logits"], np.zeros((8, 1)))
+    # The DNN's and wide & deep's names (values depend on the random initial weights):
+    # average = loss / 8, the logits feed the probabilities.
+    for model, prefix, logits in (
+        (
+            tf.estimator.DNNClassifier([3], [x], str(tmp_path / "dnn")),
+            "dnn/head",
+            "dnn/logits/BiasAdd",
+        ),
+        (
+            tf.estimator.DNNLinearCombinedClassifier(
+                str(tmp_path / "wd"), [x], dnn_feature_columns=[x], dnn_hidden_units=[3]
+            ),
+            "head",
+            "add",
+        ),
+    ):
+        names = {
+            "loss": f"{prefix}/weighted_loss/Sum",
+            "average_loss": f"{prefix}/truediv",
+            "logistic": f"{prefix}/predictions/logistic",
+            "logits": logits,
+        }
+        values = _first_step_values(model, names)
+        np.testing.assert_allclose(values["average_loss"], values["loss"] / 8, rtol=1e-6)
+        np.testing.assert_allclose(
+            values["logistic"], 1 / (1 + np.exp(-values["logits"])), rtol=1e-5
+        )
+
+
+def test_tf2_canned_heads_use_tf2_graph_names(tmp_path):
+    # TF 2.15.1's tf.estimator.LinearRegressor: loss SUM_OVER_BATCH_SIZE at
+    # head/losses/weighted_loss/value. Zero weights: loss = mean(y²).
+    import canned
+
+    x = canned.feature_column.numeric_column("x", shape=(2,))
+    values = _first_step_values(
+        canned.LinearRegressor([x], model_dir=str(tmp_path)),
+        {
+            "loss": "head/losses/weighted_loss/value",
+            "sum": "head/losses/weighted_loss/Sum",
+            "squares": "head/losses/mean_squared_error/SquaredDifference",
+            "logits": "linear/linear_model/linear/linear_model/linear/linear_model/weighted_sum",
+        },
+        labels=YR,
+    )
+    np.testing.assert_allclose(values["loss"], np.mean(YR**2), rtol=1e-6)
+    np.testing.assert_allclose(values["sum"], np.sum(YR**2), rtol=1e-6)
+    np.testing.assert_allclose(values["squares"], YR**2, rtol=1e-6)
+    np.testing.assert_array_equal(values["logits"], np.zeros((8, 1)))
