@@ -111,28 +111,13 @@ HINTS: dict[str, str] = {
         "TFRecord files: read them with grain.experimental.TFRecordIterDataset or convert to "
         "arrays and use tf.data.Dataset.from_tensor_slices."
     ),
-    "tf.estimator.inputs.pandas_input_fn": (
-        "Use tf.estimator.inputs.numpy_input_fn(dict(df), df.pop(label), ...) or "
-        "tf.data.Dataset.from_tensor_slices((dict(df), labels))."
-    ),
     "tf.nn.rnn_cell": "Recurrent cells are not provided; write the cell with jax.lax.scan.",
     "tf.nn.dynamic_rnn": "Recurrent layers are not provided; write the loop with jax.lax.scan.",
     "tf.contrib.layers.fully_connected": (
         "Use tf.layers.dense(inputs, num_outputs, activation=tf.nn.relu) (TF's own replacement)."
     ),
-    "tf.app.flags": "Define flags with argparse, or absl.flags (absl-py) and absl.app.run.",
-    "tf.flags": "Define flags with argparse, or absl.flags (absl-py) and absl.app.run.",
     "tf.data.Dataset.zip": "Zip the arrays before slicing: from_tensor_slices((a, b)).",
     "tf.data.Dataset.padded_batch": "Pad the arrays with NumPy first, then batch.",
-    "tf.data.Dataset.make_one_shot_iterator": (
-        "Return the dataset itself from input_fn: the Estimator iterates it."
-    ),
-    "tf.data.Dataset.make_initializable_iterator": (
-        "Return the dataset itself from input_fn: the Estimator iterates it."
-    ),
-    "tf.data.make_one_shot_iterator": (
-        "Return the dataset itself from input_fn: the Estimator iterates it."
-    ),
     "tf.contrib.layers.l2_regularizer": (
         "Pass a function as the regularizer: kernel_regularizer=lambda w: scale * tf.nn.l2_loss(w)."
     ),

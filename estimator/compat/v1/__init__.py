@@ -53,10 +53,12 @@ from estimator.compat.v1 import _array_ops, _framework, _math_ops
 from estimator.compat.v1 import app as app
 from estimator.compat.v1 import data as data
 from estimator.compat.v1 import dtypes as dtypes
+from estimator.compat.v1 import errors as errors
 from estimator.compat.v1 import estimator as estimator
 from estimator.compat.v1 import gfile as gfile
 from estimator.compat.v1 import initializers as initializers
 from estimator.compat.v1 import io as io
+from estimator.compat.v1 import keras as keras
 from estimator.compat.v1 import layers as layers
 from estimator.compat.v1 import logging as logging
 from estimator.compat.v1 import losses as losses
@@ -67,6 +69,10 @@ from estimator.compat.v1 import random as random
 from estimator.compat.v1 import strings as strings
 from estimator.compat.v1 import summary as summary
 from estimator.compat.v1 import train as train
+from estimator.compat.v1._config import ConfigProto as ConfigProto
+from estimator.compat.v1._config import GPUOptions as GPUOptions
+from estimator.compat.v1._config import GraphOptions as GraphOptions
+from estimator.compat.v1._config import OptimizerOptions as OptimizerOptions
 from estimator.compat.v1._graph import GraphKeys as GraphKeys
 from estimator.compat.v1._graph import add_to_collection as add_to_collection
 from estimator.compat.v1.data._readers import decode_csv as decode_csv
@@ -95,6 +101,8 @@ from estimator.compat.v1.strings import as_string as as_string
 from estimator.compat.v1.strings import regex_full_match as regex_full_match
 from estimator.compat.v1.train._optimizers import gradients as gradients
 
+flags = app.flags  # tf.flags: absl's flags, as TF's
+
 # TF 1's top-level names of tf.strings ops.
 string_join = strings.join
 string_strip = strings.strip
@@ -121,11 +129,13 @@ _MODULES = [
     "app",
     "data",
     "dtypes",
+    "errors",
     "estimator",
     "feature_column",
     "gfile",
     "initializers",
     "io",
+    "keras",
     "layers",
     "logging",
     "losses",
@@ -147,6 +157,11 @@ __all__ = sorted(
         "tuple",
         "Tensor",
         "GraphKeys",
+        "ConfigProto",
+        "GPUOptions",
+        "GraphOptions",
+        "OptimizerOptions",
+        "flags",
         "add_to_collection",
         "decode_csv",
         "gradients",
