@@ -51,6 +51,7 @@ from estimator.compat._unsupported import UnsupportedSymbolError as UnsupportedS
 from estimator.compat._unsupported import module_getattr as _module_getattr
 from estimator.compat.v1 import _array_ops, _framework, _math_ops
 from estimator.compat.v1 import app as app
+from estimator.compat.v1 import contrib as contrib
 from estimator.compat.v1 import data as data
 from estimator.compat.v1 import dtypes as dtypes
 from estimator.compat.v1 import errors as errors
@@ -68,6 +69,7 @@ from estimator.compat.v1 import nn as nn
 from estimator.compat.v1 import random as random
 from estimator.compat.v1 import strings as strings
 from estimator.compat.v1 import summary as summary
+from estimator.compat.v1 import tpu as tpu
 from estimator.compat.v1 import train as train
 from estimator.compat.v1._config import ConfigProto as ConfigProto
 from estimator.compat.v1._config import GPUOptions as GPUOptions
@@ -127,6 +129,7 @@ for _name in dtypes.__all__:
 
 _MODULES = [
     "app",
+    "contrib",
     "data",
     "dtypes",
     "errors",
@@ -145,6 +148,7 @@ _MODULES = [
     "random",
     "strings",
     "summary",
+    "tpu",
     "train",
 ]
 
