@@ -476,7 +476,7 @@ class TPUEstimator(Estimator):
             model_fn=self._tpu_model_fn(model_fn),
             model_dir=model_dir,
             config=config,
-            params=params,
+            params=dict(params or {}),  # TF always passes params (with the batch size)
             warm_start_from=warm_start_from,
         )
 
