@@ -201,3 +201,19 @@ def test_tf2_canned_heads_use_tf2_graph_names(tmp_path):
     np.testing.assert_allclose(values["sum"], np.sum(YR**2), rtol=1e-6)
     np.testing.assert_allclose(values["squares"], YR**2, rtol=1e-6)
     np.testing.assert_array_equal(values["logits"], np.zeros((8, 1)))
+
+
+def test_a_crossed_column_of_a_float_feature_truncates_it_as_tf():
+    # TF's "linear model" tutorial crosses the raw float 'age' with 'sex': sparse_cross casts
+    # floats to int64. TF 2.15.1's ids (input_layer of an indicator of the cross):
+    # [4, 38, 54, 36] for ages 22.0, 38.5, 0.0, -1.7.
+    from estimator.preprocessing import Cross
+
+    cross = Cross(keys=("age", "sex"), hash_bucket_size=100)
+    ids = cross.apply(
+        {
+            "age": np.array([[22.0], [38.5], [0.0], [-1.7]]),
+            "sex": np.array([["male"], ["female"], ["male"], ["female"]]),
+        }
+    ).ids
+    assert ids.ravel().tolist() == [4, 38, 54, 36]

@@ -29,7 +29,8 @@ class Cross(Op):
     """Hashed feature cross (``crossed_column``; TF's ``sparse_cross_hashed``).
 
     Each key is a raw feature key (strings hashed with ``Fingerprint64``, integers used as
-    their own 64-bit value) or a categorical op (its ids used as values). For every
+    their own 64-bit value, floats truncated to integers as TF's ``sparse_cross`` casts
+    them) or a categorical op (its ids used as values). For every
     combination of one present value per key — the cartesian product in row-major order,
     the last key varying fastest — ``h = hash_key``, then ``h = FingerprintCat64(h, v)``
     for each value, and ``id = h % hash_bucket_size`` (unsigned). Missing values (``""``,
@@ -65,6 +66,13 @@ class Cross(Op):
             ids = key.apply(features, cache).ids
             return ids.astype(np.int64).view(np.uint64), ids >= 0
         memo = ("Cross._values", key)  # crosses of one batch share a raw key's fingerprints
+        raw = _require(features, key, self.describe())
+        if memo not in cache and np.asarray(raw).dtype.kind == "f" and np.ndim(raw) > 0:
+            # TF's sparse_cross casts a float feature to int64 (truncating), every value
+            # present: crossed_column(["age", "sex"]) crosses the whole years.
+            x = np.asarray(raw)
+            x = np.trunc(x.reshape(x.shape[0], -1)).astype(np.int64)
+            cache[memo] = (x.view(np.uint64), np.ones(x.shape, bool))
         if memo not in cache:
             x, kind = _categorical_input(features, key, self.describe())
             if kind == "int":
