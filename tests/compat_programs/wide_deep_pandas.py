@@ -25,7 +25,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 parser = argparse.ArgumentParser()
 parser.add_argument("--data_dir", default=os.path.join(_ROOT, "..", "shared", "data", "adult"))
 parser.add_argument("--model_dir", default=None)
-parser.add_argument("--train_steps", default=300, type=int)
+parser.add_argument("--train_steps", default=2000, type=int)
 parser.add_argument("--batch_size", default=64, type=int)
 parser.add_argument("--seed", default=1, type=int)
 
