@@ -34,6 +34,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers as ocm
 
+from estimator.io.paths import local_path
+
 logger = logging.getLogger("estimator")
 
 __all__ = ["Checkpointer", "latest_checkpoint", "list_variables", "load_variable"]
@@ -410,7 +412,7 @@ def resolve(checkpoint_path, model_dir: str, what: str) -> str | None:
       ValueError: "Could not find trained model at ..." for a path without a checkpoint.
     """
     if checkpoint_path:
-        checkpoint_path = os.fsdecode(checkpoint_path)
+        checkpoint_path = local_path(checkpoint_path, "checkpoint_path")
         if os.path.isdir(checkpoint_path) and not _STEP_DIR.match(
             os.path.basename(os.path.normpath(checkpoint_path))
         ):

@@ -22,6 +22,7 @@ import jax
 
 from estimator import compilation_cache as compilation_cache
 from estimator.inputs import fn_args
+from estimator.io.paths import local_path
 
 __all__ = ["RunConfig", "TaskType"]
 
@@ -108,6 +109,8 @@ def _validate(config: RunConfig) -> None:
             raise ValueError(message)
 
     check("model_dir", lambda d: d, "model_dir should be non-empty")
+    if config.model_dir:
+        local_path(config.model_dir, "model_dir")  # a URL would become a local directory
     check("save_summary_steps", lambda s: s >= 0, "save_summary_steps should be >= 0")
     check("save_checkpoints_steps", lambda s: s >= 0, "save_checkpoints_steps should be >= 0")
     check("save_checkpoints_secs", lambda s: s >= 0, "save_checkpoints_secs should be >= 0")
@@ -184,6 +187,8 @@ def _model_dir(tf_config: dict, model_dir) -> str | None:
     in_config = tf_config.get("model_dir")
     if in_config == "":
         raise ValueError("model_dir in TF_CONFIG should be non-empty.")
+    if in_config:
+        local_path(in_config, 'TF_CONFIG["model_dir"]')
     if in_config:
         if model_dir and in_config != model_dir:
             raise ValueError(
@@ -542,6 +547,8 @@ def config_with_model_dir(config, model_dir) -> RunConfig:
         raise ValueError(f"config must be an instance of `RunConfig`, but provided {config}.")
     if model_dir is not None:
         model_dir = os.fspath(model_dir)
+        if model_dir:
+            model_dir = local_path(model_dir, "model_dir")
         if config.model_dir is not None and config.model_dir != model_dir:
             raise ValueError(
                 "`model_dir` are set both in constructor and `RunConfig`, but with different "

@@ -67,6 +67,7 @@ import numpy as np
 from estimator import checkpoint as ckpt
 from estimator.export import read_variables
 from estimator.export._loader import MANIFEST
+from estimator.io.paths import local_path
 from estimator.vocab_remap import VocabInfo, remap
 
 __all__ = ["WarmStartSettings", "VocabInfo", "variable_names"]
@@ -116,8 +117,7 @@ class WarmStartSettings(
     ):
         if not ckpt_to_initialize_from:
             raise ValueError("`ckpt_to_initialize_from` MUST be set in WarmStartSettings")
-        if isinstance(ckpt_to_initialize_from, bytes):
-            ckpt_to_initialize_from = ckpt_to_initialize_from.decode()
+        ckpt_to_initialize_from = local_path(ckpt_to_initialize_from, "ckpt_to_initialize_from")
         if vars_to_warm_start is not None and not isinstance(vars_to_warm_start, str):
             if not isinstance(vars_to_warm_start, (list, tuple)):
                 raise ValueError(

@@ -21,6 +21,7 @@ from estimator.distribute.cluster import shared_seed as shared_seed
 from estimator.distribute.input_context import InputContext as InputContext
 from estimator.distribute.placement import AgreedEnd as AgreedEnd
 from estimator.distribute.placement import SyncedTimer as SyncedTimer
+from estimator.distribute.placement import place as place
 from estimator.distribute.placement import process_local as process_local
 from estimator.distribute.placement import process_local_placement as process_local_placement
 from estimator.distribute.sharding import state_shardings as state_shardings
@@ -35,6 +36,7 @@ __all__ = [
     "is_chief",
     "mesh_for",
     "multi_process",
+    "place",
     "process_local",
     "process_local_placement",
     "shared_seed",

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from estimator import distribute
 from estimator.engine.eval_results import finalize
 from estimator.engine.steps import PROGRAMS, StepInfo, TrainState, batch_stats, bind, init_state
 from estimator.model.function import ModelFunction
@@ -272,7 +273,7 @@ class StepCompiler:
         the first local device. Fresh, restored and warm-started states are placed alike, so
         they give the compiled programs the same arguments (one program, one cache entry)."""
         if self.state_sharding is not None:
-            return jax.device_put(state, self.state_sharding(state))
+            return distribute.place(state, self.state_sharding(state))
         return jax.device_put(state, jax.sharding.SingleDeviceSharding(jax.local_devices()[0]))
 
     def empty_accumulator(self, state, features, labels):

@@ -13,6 +13,7 @@ import orbax.checkpoint as ocp
 from jax import export as jax_export
 
 from estimator.export._integrity import safe_path, verify
+from estimator.io.paths import local_path
 from estimator.preprocessing import InputTransform, VarLenFeature, feature_from_config
 
 __all__ = ["load", "LoadedModel", "Signature"]
@@ -431,6 +432,4 @@ def load(path, *, verify_files: bool = True) -> LoadedModel:
       ValueError: if ``path`` is not a complete export, or its manifest or a file in it is
         corrupt, altered, or points outside the export (the message names the file).
     """
-    if isinstance(path, bytes):
-        path = path.decode()
-    return LoadedModel(os.fspath(path), verify_files=verify_files)
+    return LoadedModel(local_path(path, "The export path"), verify_files=verify_files)
