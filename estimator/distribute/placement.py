@@ -63,7 +63,10 @@ def place(tree, shardings):
     targets = treedef.flatten_up_to(shardings)
     leaves = [
         np.asarray(x)
-        if isinstance(x, jax.Array) and x.is_fully_addressable and not where.is_fully_addressable
+        if isinstance(x, jax.Array)
+        and x.is_fully_addressable
+        and where is not None
+        and not where.is_fully_addressable
         else x
         for x, where in zip(leaves, targets, strict=True)
     ]

@@ -24,7 +24,16 @@ import numpy as np
 
 from estimator import distribute
 from estimator.engine.eval_results import finalize
-from estimator.engine.steps import PROGRAMS, StepInfo, TrainState, batch_stats, bind, init_state
+from estimator.engine.steps import (
+    PROGRAMS,
+    StepInfo,
+    TrainState,
+    batch_stats,
+    bind,
+    init_state,
+    run_model,
+    traced,
+)
 from estimator.model.function import ModelFunction
 
 __all__ = ["MANY_RUNS", "RunPlan", "StepCompiler", "compile_options", "signature"]
@@ -279,8 +288,8 @@ class StepCompiler:
     def empty_accumulator(self, state, features, labels):
         """Zero metrics/loss accumulator for EVAL (metric statistics are sums)."""
         if self._abstract_acc is None:
-            stats = jax.eval_shape(bind(batch_stats, self.model), state, features, labels)[0]
-            self._abstract_acc = stats
+            # The trace the evaluation programs replay (estimator.engine.steps.traced).
+            self._abstract_acc = traced(self.model, batch_stats, state, features, labels)[1][0]
         return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), self._abstract_acc)
 
     def finalizer(self, acc) -> Callable:
@@ -437,8 +446,15 @@ class StepCompiler:
         known = signature(batch) in self._compiled
         info = self._entry(leading, batch, plan).info
         if known and (info.hooks or info.chief_hooks):
-            step = self._step
-            info = jax.eval_shape(lambda *a: step(*a), *args)[-1]  # a new function: a trace
+            # model_fn runs again (forward, abstractly) for this call's hooks.
+            state, features = args[0], batch[0]
+            labels = batch[1] if len(batch) > 1 else None
+            fresh = jax.eval_shape(
+                functools.partial(run_model, self.model, self.mode), state, features, labels
+            )
+            info = StepInfo(
+                fresh.hooks, fresh.chief_hooks, info.output_names, info.train_op, info.row_tables
+            )
         self.info = info
         return info
 

@@ -57,12 +57,22 @@ class StateSource:
         self._readers.add(reader)
 
     def abstract(self, compiler: StepCompiler, batch) -> TrainState:
-        """The state's shapes and dtypes (with its sharding) for this mode's model; traced
-        once per mode and batch signature (``model_fn`` is not traced again per call)."""
+        """The state's shapes and dtypes (with its sharding) for this mode's model, decided
+        once per mode and batch signature. Evaluation and prediction after a ``train()`` or
+        ``evaluate()`` of this Estimator take the kept state's variables (every mode reads
+        the variables training created: ``model_fn`` is not run again to create them);
+        otherwise ``model_fn`` runs once, abstractly, in init mode."""
         key = (compiler.mode, signature(batch))
         if key not in self._abstracts:
             labels = batch[1] if len(batch) > 1 else None
-            abstract = compiler.abstract_state(batch[0], labels)
+            if compiler.mode != ModeKeys.TRAIN and self._cache is not None:
+                kept = self._cache[1]
+                abstract = jax.tree.map(
+                    lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype),
+                    kept._replace(opt_state=None),
+                )
+            else:
+                abstract = compiler.abstract_state(batch[0], labels)
             if self.sharding is not None:
                 abstract = jax.tree.map(
                     lambda s, where: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=where),

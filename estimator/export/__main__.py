@@ -37,6 +37,19 @@ def _columns(payload) -> dict:
     raise ValueError("inputs JSON must be an object: {'inputs': {...}} or {'instances': [...]}")
 
 
+def _read_json(f, name: str):
+    """The JSON document in ``f``; a ValueError naming ``name`` and the position if it is
+    not valid JSON."""
+    try:
+        return json.load(f)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"the inputs file {name} is not valid JSON: {err.msg} at line {err.lineno} column "
+            f"{err.colno} (char {err.pos}). Expected an object such as "
+            '{"inputs": {"age": [39, 50]}} or {"instances": [{"age": 39}, {"age": 50}]}.'
+        ) from None
+
+
 def _jsonable(value):
     value = np.asarray(value)
     if value.dtype == object:
@@ -113,7 +126,7 @@ def _run(args) -> int:
         )
         return 2
     with sys.stdin if args.inputs == "-" else open(args.inputs) as f:
-        columns = _columns(json.load(f))
+        columns = _columns(_read_json(f, "standard input" if args.inputs == "-" else args.inputs))
     outputs = model.signatures[args.signature](**columns)
     print(json.dumps({k: _jsonable(v) for k, v in sorted(outputs.items())}, indent=2))
     return 0

@@ -158,6 +158,7 @@ class Signature:
         self.mode = entry["mode"]
         self.method_name = entry.get("method_name", "")
         self._exported = exported
+        _check_vocabularies(name, self.outputs, exported)
         self._call = jax.jit(exported.call)
         self._variables = variables
         self._transform = transform
@@ -279,6 +280,35 @@ class Signature:
     def __repr__(self) -> str:
         inputs, outputs = sorted(self.inputs), sorted(self.outputs)
         return f"Signature({self.name!r}, inputs={inputs}, outputs={outputs})"
+
+
+def _check_vocabularies(signature: str, outputs: dict, exported) -> None:
+    """Each output the manifest maps through a vocabulary must be integer ids of the
+    function, and the vocabulary a list of strings.
+
+    Raises:
+      ValueError: naming the signature and the output (an altered or mismatched manifest
+        would otherwise fail at call time, indexing the vocabulary with other values).
+    """
+    returned = exported.out_tree.unflatten(exported.out_avals)
+    for output, spec in sorted(outputs.items()):
+        vocabulary = spec.get("vocabulary")
+        if vocabulary is None:
+            continue
+        aval = returned.get(output) if isinstance(returned, dict) else None
+        problem = None
+        if aval is None:
+            problem = "the function does not return it"
+        elif not np.issubdtype(aval.dtype, np.integer):
+            problem = f"the function returns it as {aval.dtype}, not integer ids"
+        elif not isinstance(vocabulary, list) or not all(isinstance(v, str) for v in vocabulary):
+            problem = "its vocabulary is not a list of strings"
+        if problem:
+            raise ValueError(
+                f"Signature {signature!r}: the manifest maps output {output!r} through a "
+                f"vocabulary, but {problem}. The export's manifest does not fit its functions "
+                "(edited, or copied from another export): export the model again."
+            )
 
 
 class LoadedModel:
