@@ -193,6 +193,8 @@ class Estimator:
           ModelDirBusyError: another ``train()`` (in any process) is writing to
             ``model_dir`` (TF lets both run and interleave their checkpoints; see
             ``estimator.engine.model_dir_lock``).
+          estimator.checkpoint.DataLossError: the latest checkpoint is damaged (without
+            ``RunConfig(restore_fallback=True)``, which resumes from the newest intact one).
         """
         if self._config.task_type in (TaskType.EVALUATOR, TaskType.PS):
             raise ValueError(
@@ -215,6 +217,8 @@ class Estimator:
 
     def _train_locked(self, input_fn, hooks, steps, max_steps, saving_listeners) -> None:
         latest = self.latest_checkpoint()
+        if self._config.restore_fallback:
+            latest = self._runtime.intact_checkpoint(latest)
         if max_steps is not None:
             start = ckpt.read_meta(latest)["global_step"] if latest else 0
             if max_steps <= start:

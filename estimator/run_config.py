@@ -57,6 +57,7 @@ _EXTRA_REPLACEABLE = [
     "save_checkpoint_on_preemption",
     "compilation_cache_dir",
     "variable_partitions",
+    "restore_fallback",
 ]
 
 _SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
@@ -289,6 +290,13 @@ class RunConfig:
         splits a large table's rows over the ``data`` axis — with their optimizer slots;
         the others are replicated. Checkpoints keep the shards (each process writes its
         own) and restore onto any mesh. Needs a mesh (``mesh=``, or a multi-process job).
+      restore_fallback: keyword-only; when the latest checkpoint is damaged (a file that
+        cannot be read, an array that does not match its checksum: see
+        ``estimator.checkpoint``), ``train()`` moves it aside (renamed
+        ``damaged.model.ckpt_<step>``), logs which checkpoint it skipped and why, and
+        resumes from the newest intact one. False (the default, as TF) raises
+        ``estimator.checkpoint.DataLossError``. The chief checks the checkpoint it resumes
+        from before training (one more read of it).
 
     Raises:
       ValueError: TF's messages for invalid values (e.g. "save_summary_steps should be >=
@@ -321,6 +329,7 @@ class RunConfig:
         save_checkpoint_on_preemption: bool = True,
         compilation_cache_dir: str | None = _USE_DEFAULT,
         variable_partitions: dict | None = None,
+        restore_fallback: bool = False,
     ) -> None:
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, 600
@@ -364,6 +373,7 @@ class RunConfig:
             if compilation_cache_dir is _USE_DEFAULT
             else compilation_cache_dir,
             variable_partitions=variable_partitions,
+            restore_fallback=bool(restore_fallback),
         )
         for key, value in values.items():
             object.__setattr__(self, "_" + key, value)
@@ -521,6 +531,7 @@ class RunConfig:
     save_checkpoint_on_preemption = property(lambda self: self._save_checkpoint_on_preemption)
     compilation_cache_dir = property(lambda self: self._compilation_cache_dir)
     variable_partitions = property(lambda self: self._variable_partitions)
+    restore_fallback = property(lambda self: self._restore_fallback)
     cluster_spec = property(lambda self: self._cluster_spec)
     task_type = property(lambda self: self._task_type)
     task_id = property(lambda self: self._task_id)

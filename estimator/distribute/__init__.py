@@ -11,6 +11,7 @@
 See the README's "Running on several machines".
 """
 
+from estimator.distribute.cluster import barrier as barrier
 from estimator.distribute.cluster import check_same as check_same
 from estimator.distribute.cluster import connect as connect
 from estimator.distribute.cluster import input_end_timeout as input_end_timeout
@@ -30,6 +31,7 @@ __all__ = [
     "AgreedEnd",
     "InputContext",
     "SyncedTimer",
+    "barrier",
     "check_same",
     "connect",
     "input_end_timeout",

@@ -104,8 +104,17 @@ class RunPlan(NamedTuple):
 MANY_RUNS = RunPlan()
 
 
+def _start(target: Callable[[], None], name: str) -> None:
+    """Runs ``target`` (an XLA compile) in a background thread that the interpreter waits
+    for at exit. A daemon thread would be torn down by the interpreter's shutdown when it
+    returns from XLA into Python, unwinding through C++ frames: the process died by SIGABRT
+    ("FATAL: exception not rethrown") or SIGSEGV whenever a call raised (a damaged
+    checkpoint in ``evaluate()``) while one of its programs was still compiling."""
+    threading.Thread(target=target, name=name, daemon=False).start()
+
+
 def compile_in_background(lowered: jax.stages.Lowered, options=None) -> concurrent.futures.Future:
-    """``lowered.compile(compiler_options=options)`` in a daemon thread (XLA compiles
+    """``lowered.compile(compiler_options=options)`` in a background thread (XLA compiles
     without the GIL, on another core); the future holds the executable or the error."""
     future: concurrent.futures.Future = concurrent.futures.Future()
 
@@ -115,7 +124,7 @@ def compile_in_background(lowered: jax.stages.Lowered, options=None) -> concurre
         except BaseException as err:  # noqa: BLE001 - raised by the future's reader
             future.set_exception(err)
 
-    threading.Thread(target=run, name="compile", daemon=True).start()
+    _start(run, "compile")
     return future
 
 
@@ -272,7 +281,7 @@ class StepCompiler:
                 fail(err)
 
         if background:
-            threading.Thread(target=compile_init, name="precompile_init", daemon=True).start()
+            _start(compile_init, "precompile_init")
             return None
         compile_init()
         return future.result()
@@ -428,7 +437,7 @@ class StepCompiler:
             except BaseException:  # noqa: BLE001 - raised by the call that needs it
                 pass
 
-        threading.Thread(target=compile_quietly, name="precompile", daemon=True).start()
+        _start(compile_quietly, "precompile")
 
     def prepare_run(self, *args, plan: RunPlan = MANY_RUNS) -> StepInfo:
         """Readies a ``train``/``evaluate``/``predict`` call: compiles the program for
