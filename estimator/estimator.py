@@ -62,6 +62,25 @@ class Estimator:
         (``canned.feature_column.input_transform(columns)``). Strings cannot enter a jitted
         step: string features need one.
 
+    When ``model_fn`` runs (it may log or count; TF 2.15 runs it once per ``train``/
+    ``evaluate``/``predict`` call, building a graph that creates and uses the variables in
+    one pass). Each run is a trace, never one per step:
+
+    * the first call in a mode and input signature runs it twice: once in init mode,
+      abstractly, to create the variables (their shapes, dtypes and initial values) and
+      ``train_op``'s state, and once to build the step program. An ``evaluate()`` or
+      ``predict()`` after a ``train()`` or ``evaluate()`` of the same Estimator takes the
+      variables it kept and runs ``model_fn`` once;
+    * in a train step whose ``model_fn`` looks rows up in a table it trains
+      (``est.layers.embedding_lookup``, feature columns), once more, abstractly, to check
+      that the table is read only through lookups (sparse updates,
+      ``estimator.engine.sparse``);
+    * a later call with the same input signature runs it no more (its program is
+      compiled), unless ``model_fn`` returned hooks: then once, abstractly, so the hooks
+      are new objects, as TF's;
+    * a shorter last batch is another input signature (except for ``masks_padding``
+      models, whose last batch is padded).
+
     Raises:
       ValueError: TF's messages: no model_fn, a bad config, model_dir disagreeing with
         ``config.model_dir``, ``model_fn`` arguments other than features, labels, mode,
