@@ -26,6 +26,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from estimator import platform
+
 __all__ = ["numpy_input_fn"]
 
 
@@ -517,7 +519,7 @@ def check_int_range(value: np.ndarray, dtype, what: str) -> None:
 def host_batches(mesh) -> bool:
     """Whether batches reach the step as host arrays (internal): on one CPU device, where
     the host buffer is the device buffer (see :func:`placement`)."""
-    return mesh is None and jax.default_backend() == "cpu"
+    return mesh is None and platform.on_cpu()
 
 
 def placement(mesh) -> Callable:

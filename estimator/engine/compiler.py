@@ -22,7 +22,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from estimator import distribute
+from estimator import distribute, platform
 from estimator.engine.eval_results import finalize
 from estimator.engine.steps import (
     PROGRAMS,
@@ -71,15 +71,17 @@ def compile_options(runs: int) -> dict | None:
     older LLVM IR emitters compile in 55-65% of their time (measured, the MNIST-style
     compat program: train 0.90 -> 0.56 s, evaluate 0.21 -> 0.12 s, initial state 0.25 ->
     0.14 s) for code that runs slower (that train step: 1.29 -> 1.65 ms; a logistic
-    evaluation step at batch 1024: half the speed): ``FEW`` and ``ONCE`` use them (on the
-    CPU). ``ONCE`` adds backend optimization level 0 (a third less compile time).
+    evaluation step at batch 1024: half the speed): ``FEW`` and ``ONCE`` use them. ``ONCE``
+    adds backend optimization level 0 (a third less compile time). Only on the CPU backend,
+    unless ``JAX_ESTIMATOR_CPU_COMPILE_OPTIONS=0`` (``estimator.platform``); elsewhere, and
+    for ``MANY``, XLA's defaults (None).
     """
-    options = {}
-    if runs <= FEW and jax.default_backend() == "cpu":
-        options["xla_cpu_use_fusion_emitters"] = False
+    if runs == MANY or not platform.cpu_path(platform.CPU_COMPILE_OPTIONS):
+        return None  # XLA's defaults (and always off the CPU backend)
+    options = {"xla_cpu_use_fusion_emitters": False}
     if runs == ONCE:
         options["xla_backend_optimization_level"] = 0
-    return options or None
+    return options
 
 
 class RunPlan(NamedTuple):
