@@ -9,7 +9,7 @@ import pytest
 
 import estimator as est
 from estimator import convolution, platform
-from estimator.engine import compiler
+from estimator.engine import compile_policy as compiler
 
 
 def test_an_estimator_unrolls_threefry_and_the_bits_are_the_known_answers(tmp_path):
