@@ -139,3 +139,141 @@ def test_corpus_errors_equal_tf_2_15_1(examples, case):
         io.parse_example(batch, our_specs())
     assert str(info.value).startswith(expected)
     assert len(str(info.value)) > len(expected) + 20  # and says how to fix it
+
+
+def _ex(**features):
+    """An Example from ``key=(list kind, values)``."""
+    return corpus.serialize(features, io.protos.Example)
+
+
+def test_single_example_outputs_and_tf_messages():
+    record = _ex(a=("float", [1.0, 2.0]), t=("bytes", [b"x", b"y"]))
+    parsed = io.parse_single_example(
+        record, {"a": io.FixedLenFeature([2], "float32"), "t": io.VarLenFeature(str)}
+    )
+    assert parsed["a"].tolist() == [1.0, 2.0]
+    assert parsed["t"].indices.tolist() == [[0], [1]]
+    assert parsed["t"].dense_shape.tolist() == [2]
+    # TF 2.15.1's single-example messages (no "Name:"/"Index:"): TF 2.15.1's probes
+    # printed "Key: a.  Can't parse serialized Example." for a wrong length, and
+    # "Feature: b (data type: float) is required but could not be found." for a missing key.
+    with pytest.raises(ValueError, match=r"^Key: a\.  Can't parse serialized Example\."):
+        io.parse_single_example(record, {"a": io.FixedLenFeature([1], "float32")})
+    with pytest.raises(ValueError, match=r"^Feature: b \(data type: float\) is required"):
+        io.parse_single_example(record, {"b": io.FixedLenFeature([1], "float32")})
+    with pytest.raises(ValueError, match=r"^Key: a\.  Data types don't match\. Data type: float"):
+        io.parse_single_example(record, {"a": io.FixedLenFeature([2], "int64")})
+
+
+def test_sparse_ragged_and_sequence_outputs_by_hand():
+    records = [
+        _ex(ix=("int64", [3, 1]), v=("float", [0.5, 0.25]), r=("int64", [1, 2, 3]),
+            rl=("int64", [2, 1]), q=("float", [1.0, 2.0, 3.0, 4.0])),
+        _ex(q=("float", [5.0, 6.0])),
+    ]  # fmt: skip
+    specs = {
+        "s": io.SparseFeature("ix", "v", "float32", 5),
+        "r": io.RaggedFeature("int64", partitions=[io.RaggedFeature.RowLengths("rl")]),
+        "q": io.FixedLenSequenceFeature([2], "float32", allow_missing=True, default_value=-1.0),
+    }
+    parsed = io.parse_example(records, specs)
+    # SparseFeature: example 0's indices 3, 1 sorted -> [[0, 1], [0, 3]] with their values.
+    assert parsed["s"].indices.tolist() == [[0, 1], [0, 3]]
+    assert parsed["s"].values.tolist() == [0.25, 0.5]
+    assert parsed["s"].dense_shape.tolist() == [2, 5]
+    # RowLengths [2, 1] over [1, 2, 3]: [[1, 2], [3]]; example 1 has no rows.
+    assert parsed["r"].to_list() == [[[1, 2], [3]], []]
+    # Two steps of 2 values, and one step padded with the default (TF 2.15.1 printed
+    # [[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [-1.0, -1.0]]]).
+    assert parsed["q"].tolist() == [[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [-1.0, -1.0]]]
+
+
+def _seq(context, lists):
+    proto = io.protos.SequenceExample()
+    for key, (kind, values) in context.items():
+        getattr(proto.context.feature[key], f"{kind}_list").value.extend(values)
+    for key, steps in lists.items():
+        feature_list = proto.feature_lists.feature_list[key]
+        for kind, values in steps:
+            getattr(feature_list.feature.add(), f"{kind}_list").value.extend(values)
+    return proto.SerializeToString()
+
+
+def test_sequence_examples_equal_tf_2_15_1():
+    x1 = _seq(
+        {"c": ("int64", [5])},
+        {"s": [("float", [1.0, 2.0]), ("float", [3.0, 4.0])],
+         "t": [("bytes", [b"a", b"b"]), ("bytes", [b"c"])]},
+    )  # fmt: skip
+    x2 = _seq({"c": ("int64", [6])}, {"s": [("float", [5.0, 6.0])], "t": []})
+    context, lists, lengths = io.parse_sequence_example(
+        [x1, x2],
+        {"c": io.FixedLenFeature([1], "int64")},
+        {"s": io.FixedLenSequenceFeature([2], "float32"), "t": io.VarLenFeature(str)},
+    )
+    # TF 2.15.1: {'c': [[5], [6]]}, s [[[1, 2], [3, 4]], [[5, 6], [0, 0]]], lengths [2, 1],
+    # t indices [[0,0,0],[0,0,1],[0,1,0]], values [a, b, c], dense_shape [2, 2, 2].
+    assert context["c"].tolist() == [[5], [6]]
+    assert lists["s"].tolist() == [[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [0.0, 0.0]]]
+    assert lengths["s"].tolist() == [2, 1]
+    assert lists["t"].indices.tolist() == [[0, 0, 0], [0, 0, 1], [0, 1, 0]]
+    assert lists["t"].values.tolist() == [b"a", b"b", b"c"]
+    assert lists["t"].dense_shape.tolist() == [2, 2, 2]
+    _, ragged, _ = io.parse_sequence_example([x1, x2], None, {"t": io.RaggedFeature(str)})
+    assert ragged["t"].to_list() == [[[b"a", b"b"], [b"c"]], []]  # TF 2.15.1's to_list()
+    empty = _seq({}, {})
+    with pytest.raises(ValueError, match="Feature list 's' is required but could not be found"):
+        io.parse_sequence_example(
+            [x1, empty], None, {"s": io.FixedLenSequenceFeature([2], "float32")}
+        )
+    with pytest.raises(
+        ValueError, match="Total values size: 4 is not consistent with output shape: \\[\\?,3\\]"
+    ):
+        io.parse_sequence_example([x1], None, {"s": io.FixedLenSequenceFeature([3], "float32")})
+    with pytest.raises(
+        ValueError, match="Feature list: s, Index: 0.  Data types don't match. Expected type: int64"
+    ):
+        io.parse_sequence_example([x1], None, {"s": io.VarLenFeature("int64")})
+    with pytest.raises(ValueError, match="Invalid protocol message input, example id: <unknown>"):
+        io.parse_sequence_example([b"\x01\x02"], None, {"s": io.VarLenFeature("int64")})
+    single_context, single = io.parse_single_sequence_example(
+        x1,
+        {"c": io.FixedLenFeature([1], "int64")},
+        {"s": io.FixedLenSequenceFeature([2], "float32")},
+    )
+    assert single_context["c"].tolist() == [5] and single["s"].tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_bad_input_and_specs_say_what_and_how_to_fix():
+    good = _ex(a=("float", [1.0]))
+    spec = {"a": io.FixedLenFeature([1], "float32")}
+    with pytest.raises(
+        ValueError, match="Could not parse example input, value: .*record 1 of the batch"
+    ):
+        io.parse_example([good, b"\x0a\x09ab"], spec)
+    with pytest.raises(ValueError, match="got a single string. Use parse_single_example"):
+        io.parse_example(good, spec)
+    with pytest.raises(ValueError, match=r"serialized\[0\] is a str; expected bytes"):
+        io.parse_example(["text"], spec)
+    with pytest.raises(ValueError, match=r"^Name: row-0, Feature: b \(data type: float\)"):
+        io.parse_example([good, good], {"b": io.FixedLenFeature([1], "float32")}, ["row-0", "x"])
+    with pytest.raises(
+        ValueError, match="is not in the list of allowed values: float, int64, string"
+    ):
+        io.parse_example([good], {"a": io.FixedLenFeature([1], "int32")})
+    with pytest.raises(ValueError, match="requires allow_missing to be True"):
+        io.parse_example([good], {"a": io.FixedLenSequenceFeature([1], "float32")})
+    with pytest.raises(ValueError, match=r"default_value has 1 values but shape \[3, 2\] needs 6"):
+        io.parse_example([good], {"z": io.FixedLenFeature([3, 2], "float32", 1.5)})
+    with pytest.raises(TypeError, match="expected a FixedLenFeature, VarLenFeature"):
+        io.parse_example([good], {"a": "float32"})
+    with pytest.raises(ValueError, match="has 1 values under 'v' but 2 indices under 'ix'"):
+        io.parse_example(
+            [_ex(ix=("int64", [1, 2]), v=("float", [0.5]))],
+            {"s": io.SparseFeature("ix", "v", "float32", 5)},
+        )
+    with pytest.raises(ValueError, match="partition RowLengths \\[5\\] does not partition"):
+        io.parse_example(
+            [_ex(r=("int64", [1]), rl=("int64", [5]))],
+            {"r": io.RaggedFeature("int64", partitions=[io.RaggedFeature.RowLengths("rl")])},
+        )
