@@ -1,0 +1,270 @@
+"""``tfrecord_input_fn``: training and evaluation from TFRecord files of ``tf.Example``.
+
+The native way to feed an Estimator from files, in one call::
+
+    columns = [...]  # canned.feature_column columns
+    train_input_fn = est.inputs.tfrecord_input_fn(
+        "data/train-*.tfrecord.gz", columns, label_key="label", batch_size=512,
+        num_epochs=5, shuffle=True, compression_type="GZIP")
+    estimator.train(train_input_fn)
+
+It does what TF's recommended ``tf.data`` pipeline does (``list_files`` → ``interleave`` of
+``TFRecordDataset``s → ``shuffle`` → ``batch`` → ``tf.io.parse_example`` → ``prefetch``)
+with ``estimator.io``: the parsed features are what the columns' host phase reads
+(``make_parse_example_spec(columns)`` → parse → columns), exactly as in TF.
+
+Reading, shuffling and batching run in a background thread and parsing in a pool of
+``num_parallel_calls`` threads, ``prefetch_batches`` batches ahead, so the host work
+overlaps the device's steps; the Estimator's loop only takes finished batches.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import queue
+import random
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from estimator.io import FixedLenFeature, parse_example
+from estimator.io._parse import check_specs
+from estimator.io.tfrecord import ReadStats, list_files, read_records
+from estimator.preprocessing._specs import _merge_specs
+
+__all__ = ["tfrecord_input_fn"]
+
+_END = object()
+
+
+def _feature_spec(features: Any) -> dict:
+    """A parsing spec from a spec dict or from feature columns (their
+    ``parse_example_spec``, merged as ``make_parse_example_spec`` does)."""
+    if isinstance(features, Mapping):
+        return dict(features)
+    if isinstance(features, Iterable) and not isinstance(features, str | bytes):
+        spec: dict = {}
+        for column in features:
+            part = getattr(column, "parse_example_spec", None)
+            if part is None:
+                raise TypeError(
+                    f"features must be a dict of parsing specs or a list of feature columns; "
+                    f"{column!r} has no parse_example_spec."
+                )
+            _merge_specs(spec, part)
+        if spec:
+            return spec
+    raise ValueError(
+        "features must be a non-empty dict {key: FixedLenFeature | VarLenFeature | ...} or a "
+        f"list of feature columns; got {features!r}."
+    )
+
+
+class TFRecordBatches:
+    """The batches of a ``tfrecord_input_fn`` call: an iterator of ``(features, labels)``
+    (or ``features`` without a label key), filled by background threads.
+
+    Attributes:
+      stats: a :class:`~estimator.io.tfrecord.ReadStats`: records read, and the damaged
+        files skipped with ``ignore_errors=True``.
+    """
+
+    def __init__(self, produce: Callable, parse: Callable, workers: int, depth: int) -> None:
+        self.stats = ReadStats()
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._pool = concurrent.futures.ThreadPoolExecutor(workers, "tfrecord_parse")
+        self._thread = threading.Thread(
+            target=self._run, args=(produce, parse), name="tfrecord_read", daemon=True
+        )
+        self._done = False
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, produce: Callable, parse: Callable) -> None:
+        try:
+            for records in produce(self.stats, self._stop):
+                if not self._put(self._pool.submit(parse, records)):
+                    return
+            self._put(_END)
+        except BaseException as err:  # handed to the consumer, raised there
+            self._put(err)
+
+    def __iter__(self) -> TFRecordBatches:
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        item = self._queue.get()
+        if item is _END:
+            self.close()
+            raise StopIteration
+        if isinstance(item, BaseException):
+            self.close()
+            raise item
+        try:
+            return item.result()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stops the background threads (also done at the end of the input)."""
+        self._done = True
+        self._stop.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def __del__(self) -> None:
+        if not getattr(self, "_done", True):
+            self.close()
+
+
+def tfrecord_input_fn(
+    file_pattern: str | Sequence[str],
+    features: Any,
+    label_key: str | Sequence[str] | None = None,
+    batch_size: int = 128,
+    num_epochs: int | None = 1,
+    shuffle: bool | None = None,
+    compression_type: str | None = None,
+    *,
+    shuffle_buffer_size: int = 10_000,
+    cycle_length: int = 1,
+    num_parallel_calls: int = 2,
+    prefetch_batches: int = 4,
+    drop_remainder: bool = False,
+    ignore_errors: bool = False,
+) -> Callable[..., TFRecordBatches]:
+    """An ``input_fn`` reading batches of ``tf.Example`` from TFRecord files.
+
+    Args:
+      file_pattern: a glob pattern (``"data/train-*.tfrecord.gz"``), a path, or a list of
+        them.
+      features: the parsing spec ``{key: FixedLenFeature | VarLenFeature | ...}``, or the
+        feature columns (their ``make_parse_example_spec``).
+      label_key: the feature holding the label (removed from the features and returned as
+        ``labels``), a list of keys (``labels`` is then a dict), or None (no labels). When
+        ``features`` are columns, the label's spec is added as ``FixedLenFeature([1],
+        int64)`` unless given in a spec dict.
+      batch_size: examples per batch.
+      num_epochs: passes over the files; None repeats forever.
+      shuffle: required, as in ``numpy_input_fn``: True shuffles the file order each pass
+        and the records through a buffer of ``shuffle_buffer_size`` (TF's
+        ``Dataset.shuffle``); False reads in order.
+      compression_type: ``""``/None, ``"GZIP"`` or ``"ZLIB"``.
+      shuffle_buffer_size: records in the shuffle buffer.
+      cycle_length: files read at once (``interleave``).
+      num_parallel_calls: threads parsing batches.
+      prefetch_batches: parsed batches kept ready.
+      drop_remainder: drop a last batch smaller than ``batch_size``.
+      ignore_errors: skip the rest of a damaged file instead of raising (counted in the
+        batches' ``stats``).
+
+    Returns:
+      ``input_fn(config=None, input_context=None)`` returning a :class:`TFRecordBatches`
+      iterator. Shuffling is seeded by ``config.random_seed`` when the Estimator has one;
+      with an ``input_context`` (several input pipelines) each pipeline reads its own shard
+      (by file when there are enough files, else by record).
+
+    Raises:
+      ValueError: ``shuffle`` not a bool; bad sizes; a label key missing from the spec;
+        no file matching the pattern (when ``input_fn`` is called).
+    """
+    if not isinstance(shuffle, bool):
+        raise ValueError(
+            "shuffle must be provided and explicitly set as boolean (it is recommended to set "
+            f"it as True for training); got {shuffle}"
+        )
+    for name, value in (
+        ("batch_size", batch_size),
+        ("shuffle_buffer_size", shuffle_buffer_size),
+        ("num_parallel_calls", num_parallel_calls),
+        ("prefetch_batches", prefetch_batches),
+    ):
+        if int(value) < 1:
+            raise ValueError(f"{name} must be >= 1; got {value}.")
+    if num_epochs is not None and int(num_epochs) < 1:
+        raise ValueError(f"num_epochs must be >= 1 or None (forever); got {num_epochs}.")
+    columns_given = not isinstance(features, Mapping)
+    spec = _feature_spec(features)
+    if label_key is None:
+        label_keys = []
+    else:
+        label_keys = [label_key] if isinstance(label_key, str) else list(label_key)
+    for key in label_keys:
+        if key not in spec:
+            if not columns_given:
+                raise ValueError(
+                    f"label_key {key!r} is not in the feature spec (keys: {sorted(spec)}); add "
+                    "its spec, e.g. FixedLenFeature([1], np.int64)."
+                )
+            spec[key] = FixedLenFeature([1], "int64")
+    check_specs(spec)
+    calls = itertools.count()
+
+    def parse(records: list[bytes]):
+        parsed = parse_example(records, spec)
+        if not label_keys:
+            return parsed
+        labels = {key: parsed.pop(key) for key in label_keys}
+        return parsed, labels[label_keys[0]] if isinstance(label_key, str) else labels
+
+    def input_fn(config=None, input_context=None) -> TFRecordBatches:
+        files = list_files(file_pattern)
+        seed = getattr(config, "random_seed", None)
+        rng = random.Random(None if seed is None else f"{seed}-{next(calls)}")
+        shards = getattr(input_context, "num_input_pipelines", 1)
+        index = getattr(input_context, "input_pipeline_id", 0)
+
+        def produce(stats: ReadStats, stop: threading.Event) -> Iterator[list[bytes]]:
+            epochs = itertools.count() if num_epochs is None else range(int(num_epochs))
+            buffer: list[bytes] = []
+            batch: list[bytes] = []
+            for _ in epochs:
+                order = list(files)
+                if shuffle:
+                    rng.shuffle(order)
+                records = read_records(
+                    order,
+                    compression_type,
+                    cycle_length=cycle_length,
+                    num_shards=shards,
+                    shard_index=index,
+                    ignore_errors=ignore_errors,
+                    stats=stats,
+                )
+                for record in records:
+                    if stop.is_set():
+                        return
+                    if shuffle:
+                        if len(buffer) < shuffle_buffer_size:
+                            buffer.append(record)
+                            continue
+                        j = rng.randrange(len(buffer))
+                        record, buffer[j] = buffer[j], record
+                    batch.append(record)
+                    if len(batch) == batch_size:
+                        yield batch
+                        batch = []
+            rng.shuffle(buffer)
+            for record in buffer:  # the buffer drains at the end, as TF's
+                batch.append(record)
+                if len(batch) == batch_size:
+                    yield batch
+                    batch = []
+            if batch and not drop_remainder:
+                yield batch
+
+        return TFRecordBatches(produce, parse, int(num_parallel_calls), int(prefetch_batches))
+
+    return input_fn
