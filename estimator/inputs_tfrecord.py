@@ -20,6 +20,7 @@ overlaps the device's steps; the Estimator's loop only takes finished batches.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import itertools
 import queue
@@ -28,7 +29,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from estimator.io import FixedLenFeature, parse_example
+from estimator.io import (
+    FixedLenFeature,
+    RaggedValue,
+    SparseValue,
+    VarLenFeature,
+    parse_example,
+)
 from estimator.io._parse import check_specs
 from estimator.io.tfrecord import ReadStats, list_files, read_records
 from estimator.preprocessing._specs import _merge_specs
@@ -36,6 +43,7 @@ from estimator.preprocessing._specs import _merge_specs
 __all__ = ["tfrecord_input_fn"]
 
 _END = object()
+_BLOCK = 4096  # records parsed together (whole batches; at least one)
 
 
 def _feature_spec(features: Any) -> dict:
@@ -61,25 +69,94 @@ def _feature_spec(features: Any) -> dict:
     )
 
 
+def rows(value: Any, lo: int, hi: int, varlen: frozenset = frozenset(), key=None) -> Any:
+    """Rows ``[lo, hi)`` of a parsed (or transformed) batch: arrays, :class:`SparseValue`,
+    :class:`RaggedValue`, and dicts/tuples of them. The dense width of a ``VarLenFeature``'s
+    sparse value (its key in ``varlen``) is the longest row of the slice, as
+    ``parse_example`` gives for those rows alone."""
+    if isinstance(value, dict):
+        return {k: rows(v, lo, hi, varlen, k) for k, v in value.items()}
+    if isinstance(value, tuple) and not isinstance(value, SparseValue | RaggedValue):
+        return tuple(rows(v, lo, hi, varlen, key) for v in value)
+    if isinstance(value, SparseValue):
+        keep = (value.indices[:, 0] >= lo) & (value.indices[:, 0] < hi)
+        indices = value.indices[keep].copy()
+        indices[:, 0] -= lo
+        shape = value.dense_shape.copy()
+        shape[0] = hi - lo
+        if key in varlen:
+            shape[1] = int(indices[:, 1].max()) + 1 if len(indices) else 0
+        return SparseValue(indices, value.values[keep], shape)
+    if isinstance(value, RaggedValue):
+        splits = list(value.nested_row_splits)
+        outer = splits[0][lo : hi + 1]
+        first, last = int(outer[0]), int(outer[-1])
+        new = [outer - first]
+        for inner in splits[1:]:
+            part = inner[first : last + 1]
+            new.append(part - part[0])
+            first, last = int(part[0]), int(part[-1])
+        return RaggedValue(value.values[first:last], tuple(new))
+    if value is None:
+        return None
+    return value[lo:hi]
+
+
 class TFRecordBatches:
     """The batches of a ``tfrecord_input_fn`` call: an iterator of ``(features, labels)``
     (or ``features`` without a label key), filled by background threads.
+
+    Records are parsed a block of several batches at a time (fewer, larger NumPy
+    operations) and the block is cut back into the batches, each equal to parsing that
+    batch alone. The threads start at the first batch taken.
 
     Attributes:
       stats: a :class:`~estimator.io.tfrecord.ReadStats`: records read, and the damaged
         files skipped with ``ignore_errors=True``.
     """
 
-    def __init__(self, produce: Callable, parse: Callable, workers: int, depth: int) -> None:
+    def __init__(
+        self, produce: Callable, parse: Callable, workers: int, depth: int, varlen: frozenset
+    ) -> None:
         self.stats = ReadStats()
+        self._varlen = varlen
+        self._produce = produce
+        self._parse = parse
+        self._fn: Callable | None = None
+        self._workers = workers
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
-        self._pool = concurrent.futures.ThreadPoolExecutor(workers, "tfrecord_parse")
-        self._thread = threading.Thread(
-            target=self._run, args=(produce, parse), name="tfrecord_read", daemon=True
-        )
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._ready: collections.deque = collections.deque()
         self._done = False
-        self._thread.start()
+
+    def map_rows(self, fn: Callable) -> TFRecordBatches:
+        """The same batches of ``fn(batch)``, with ``fn`` (the Estimator's row-by-row host
+        phase: feature columns) run in the parsing threads on whole blocks
+        (``estimator.inputs.batch_pipeline``).
+
+        Raises:
+          RuntimeError: batches were taken already.
+        """
+        if self._pool is not None or self._fn is not None:
+            raise RuntimeError("map_rows() after reading batches or mapping them.")
+        self._fn = fn
+        return self
+
+    def _start(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(self._workers, "tfrecord_parse")
+        threading.Thread(target=self._run, name="tfrecord_read", daemon=True).start()
+
+    def _work(self, block: list[list[bytes]]) -> list:
+        records = [r for batch in block for r in batch]
+        parsed = self._parse(records)
+        if self._fn is not None:
+            parsed = self._fn(parsed)
+        out, lo = [], 0
+        for batch in block:
+            out.append(rows(parsed, lo, lo + len(batch), self._varlen))
+            lo += len(batch)
+        return out
 
     def _put(self, item) -> bool:
         while not self._stop.is_set():
@@ -90,10 +167,10 @@ class TFRecordBatches:
                 continue
         return False
 
-    def _run(self, produce: Callable, parse: Callable) -> None:
+    def _run(self) -> None:
         try:
-            for records in produce(self.stats, self._stop):
-                if not self._put(self._pool.submit(parse, records)):
+            for block in self._produce(self.stats, self._stop):
+                if not self._put(self._pool.submit(self._work, block)):
                     return
             self._put(_END)
         except BaseException as err:  # handed to the consumer, raised there
@@ -103,8 +180,12 @@ class TFRecordBatches:
         return self
 
     def __next__(self):
+        if self._ready:
+            return self._ready.popleft()
         if self._done:
             raise StopIteration
+        if self._pool is None:
+            self._start()
         item = self._queue.get()
         if item is _END:
             self.close()
@@ -113,16 +194,18 @@ class TFRecordBatches:
             self.close()
             raise item
         try:
-            return item.result()
+            self._ready.extend(item.result())
         except BaseException:
             self.close()
             raise
+        return self._ready.popleft()
 
     def close(self) -> None:
         """Stops the background threads (also done at the end of the input)."""
         self._done = True
         self._stop.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def __del__(self) -> None:
         if not getattr(self, "_done", True):
@@ -226,7 +309,17 @@ def tfrecord_input_fn(
         shards = getattr(input_context, "num_input_pipelines", 1)
         index = getattr(input_context, "input_pipeline_id", 0)
 
-        def produce(stats: ReadStats, stop: threading.Event) -> Iterator[list[bytes]]:
+        def produce(stats: ReadStats, stop: threading.Event) -> Iterator[list[list[bytes]]]:
+            block: list[list[bytes]] = []
+            for batch in batches(stats, stop):
+                block.append(batch)
+                if len(block) * batch_size >= _BLOCK:
+                    yield block
+                    block = []
+            if block:
+                yield block
+
+        def batches(stats: ReadStats, stop: threading.Event) -> Iterator[list[bytes]]:
             epochs = itertools.count() if num_epochs is None else range(int(num_epochs))
             buffer: list[bytes] = []
             batch: list[bytes] = []
@@ -265,6 +358,9 @@ def tfrecord_input_fn(
             if batch and not drop_remainder:
                 yield batch
 
-        return TFRecordBatches(produce, parse, int(num_parallel_calls), int(prefetch_batches))
+        varlen = frozenset(k for k, v in spec.items() if isinstance(v, VarLenFeature))
+        return TFRecordBatches(
+            produce, parse, int(num_parallel_calls), int(prefetch_batches), varlen
+        )
 
     return input_fn

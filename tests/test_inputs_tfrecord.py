@@ -165,3 +165,33 @@ def test_training_from_files_equals_training_from_arrays(tmp_path):
             err_msg=name,
         )  # fmt: skip
     assert from_files.get_variable_value("global_step") == 15  # 120 examples / 8
+
+
+def test_batches_cut_from_a_block_equal_batches_parsed_alone(tmp_path):
+    # Blocks of 4096 records are parsed at once and cut into batches: each batch must equal
+    # parse_example of its own records (VarLen widths, SparseFeature shapes, ragged rows).
+    rng = np.random.default_rng(1)
+    n = 300
+    data = {
+        "v": np.array([list(range(rng.integers(0, 4))) for _ in range(n)], dtype=object),
+        "ix": np.array([[int(rng.integers(0, 9))] for _ in range(n)], dtype=object),
+        "val": np.array([[float(i)] for i in range(n)], dtype=object),
+        "id": np.arange(n),
+    }
+    (path,) = io.write_examples(str(tmp_path / "b"), data, compression_type="")
+    spec = {
+        "v": io.VarLenFeature(np.int64),
+        "s": io.SparseFeature("ix", "val", np.float32, 9),
+        "r": io.RaggedFeature(np.int64, value_key="v"),
+        "id": io.FixedLenFeature([], np.int64),
+    }
+    records = list(io.read_records(path))
+    batches = list(est.inputs.tfrecord_input_fn(path, spec, batch_size=32, shuffle=False)())
+    assert len(batches) == 10  # 9 of 32 and one of 12
+    for i, batch in enumerate(batches):
+        alone = io.parse_example(records[32 * i : 32 * (i + 1)], spec)
+        np.testing.assert_array_equal(batch["id"], alone["id"])
+        for key in ("v", "s"):
+            for part in ("indices", "values", "dense_shape"):
+                np.testing.assert_array_equal(getattr(batch[key], part), getattr(alone[key], part))
+        assert batch["r"].to_list() == alone["r"].to_list()

@@ -85,6 +85,33 @@ def _value_kind(value: Any, name: str, row: int) -> str:
     )
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+def _object_kind(rows: list, name: str) -> str:
+    """The one list kind of an object column's values (all rows together; integers among
+    floats are floats); a column of only empty lists is written as ``bytes_list``."""
+    kinds = {}
+    for i, value in enumerate(rows):
+        if not _missing(value) and np.size(np.asarray(value, dtype=object)):
+            kinds.setdefault(_value_kind(value, name, i), i)
+    if set(kinds) == {_INT, _FLOAT}:
+        return _FLOAT  # integers among floats are floats
+    if len(kinds) > 1:
+        (a, i), (b, j) = sorted(kinds.items(), key=lambda kv: kv[1])[:2]
+        raise ValueError(
+            f"Column {name!r} holds {a.split('_')[0]} values (row {i}) and {b.split('_')[0]} "
+            f"values (row {j}); a feature has one type. Convert the column to one type."
+        )
+    return next(iter(kinds), _BYTES)
+
+
+def _row_list(value: Any, kind: str) -> list:
+    items = np.asarray(value, dtype=object).ravel().tolist()
+    return _encode(items) if kind == _BYTES else items
+
+
 def _encode(values) -> list:
     return [v.encode() if isinstance(v, str) else v for v in values]
 
@@ -116,6 +143,8 @@ def serialize_examples(data: Any) -> list[bytes]:
             rows = [_encode(r) for r in values.reshape(n, -1).tolist()]
         else:
             rows = values.tolist() if values.ndim == 1 else values.reshape(n, -1).tolist()
+            kind = _object_kind(rows, name)
+            rows = [None if _missing(v) else _row_list(v, kind) for v in rows]
         plan.append((name, kind, rows))
     out = []
     for i in range(n):
@@ -123,15 +152,7 @@ def serialize_examples(data: Any) -> list[bytes]:
         feature_map = example.features.feature
         for name, kind, rows in plan:
             value = rows[i]
-            if kind is None:
-                if value is None or (isinstance(value, float) and np.isnan(value)):
-                    continue  # a missing value: the feature is left out
-                row_kind = _value_kind(value, name, i)
-                items = np.asarray(value, dtype=object).ravel().tolist()
-                if row_kind == _BYTES:
-                    items = _encode(items)
-                getattr(feature_map[name], row_kind).value.extend(items)
-            else:
+            if value is not None:  # None: a missing value, the feature is left out
                 getattr(feature_map[name], kind).value.extend(value)
         out.append(example.SerializeToString())
     return out
