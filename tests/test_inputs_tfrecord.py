@@ -195,3 +195,16 @@ def test_batches_cut_from_a_block_equal_batches_parsed_alone(tmp_path):
             for part in ("indices", "values", "dense_shape"):
                 np.testing.assert_array_equal(getattr(batch[key], part), getattr(alone[key], part))
         assert batch["r"].to_list() == alone["r"].to_list()
+
+
+def test_more_argument_errors(tmp_path):
+    with pytest.raises(ValueError, match="batch_size must be >= 1; got 0"):
+        est.inputs.tfrecord_input_fn("x", SPEC, batch_size=0, shuffle=False)
+    with pytest.raises(ValueError, match="num_epochs must be >= 1 or None"):
+        est.inputs.tfrecord_input_fn("x", SPEC, num_epochs=0, shuffle=False)
+    with pytest.raises(TypeError, match="has no parse_example_spec"):
+        est.inputs.tfrecord_input_fn("x", ["not a column"], shuffle=False)
+    with pytest.raises(ValueError, match=r"Column 'a' holds int64 values \(row 0\) and bytes"):
+        io.write_examples(str(tmp_path / "x"), {"a": np.array([[1], ["s"]], dtype=object)})
+    with pytest.raises(ValueError, match="num_shards must be >= 1"):
+        io.write_examples(str(tmp_path / "x"), {"a": [1.0]}, num_shards=0)
