@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import functools
 import itertools
 import queue
 import random
@@ -102,6 +103,40 @@ def rows(value: Any, lo: int, hi: int, varlen: frozenset = frozenset(), key=None
     return value[lo:hi]
 
 
+def _work(parse: Callable, fn: Callable | None, varlen: frozenset, block: list) -> list:
+    """Parses a block of batches at once (and maps it through ``fn``), then cuts it back
+    into the batches."""
+    parsed = parse([r for batch in block for r in batch])
+    if fn is not None:
+        parsed = fn(parsed)
+    out, lo = [], 0
+    for batch in block:
+        out.append(rows(parsed, lo, lo + len(batch), varlen))
+        lo += len(batch)
+    return out
+
+
+def _put(q: queue.Queue, stop: threading.Event, item) -> bool:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _run(produce, work, pool, q: queue.Queue, stop: threading.Event, stats) -> None:
+    """The reading thread: blocks of records to the parsing pool, futures to the queue."""
+    try:
+        for block in produce(stats, stop):
+            if stop.is_set() or not _put(q, stop, pool.submit(work, block)):
+                return
+        _put(q, stop, _END)
+    except BaseException as err:  # handed to the consumer, raised there
+        _put(q, stop, err)
+
+
 class TFRecordBatches:
     """The batches of a ``tfrecord_input_fn`` call: an iterator of ``(features, labels)``
     (or ``features`` without a label key), filled by background threads.
@@ -144,37 +179,12 @@ class TFRecordBatches:
         return self
 
     def _start(self) -> None:
+        # The threads hold what they need, not ``self``: an iterator dropped before its end
+        # is collected, and ``__del__`` stops them.
         self._pool = concurrent.futures.ThreadPoolExecutor(self._workers, "tfrecord_parse")
-        threading.Thread(target=self._run, name="tfrecord_read", daemon=True).start()
-
-    def _work(self, block: list[list[bytes]]) -> list:
-        records = [r for batch in block for r in batch]
-        parsed = self._parse(records)
-        if self._fn is not None:
-            parsed = self._fn(parsed)
-        out, lo = [], 0
-        for batch in block:
-            out.append(rows(parsed, lo, lo + len(batch), self._varlen))
-            lo += len(batch)
-        return out
-
-    def _put(self, item) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self) -> None:
-        try:
-            for block in self._produce(self.stats, self._stop):
-                if not self._put(self._pool.submit(self._work, block)):
-                    return
-            self._put(_END)
-        except BaseException as err:  # handed to the consumer, raised there
-            self._put(err)
+        work = functools.partial(_work, self._parse, self._fn, self._varlen)
+        args = (self._produce, work, self._pool, self._queue, self._stop, self.stats)
+        threading.Thread(target=_run, args=args, name="tfrecord_read", daemon=True).start()
 
     def __iter__(self) -> TFRecordBatches:
         return self

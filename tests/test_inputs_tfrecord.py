@@ -208,3 +208,29 @@ def test_more_argument_errors(tmp_path):
         io.write_examples(str(tmp_path / "x"), {"a": np.array([[1], ["s"]], dtype=object)})
     with pytest.raises(ValueError, match="num_shards must be >= 1"):
         io.write_examples(str(tmp_path / "x"), {"a": [1.0]}, num_shards=0)
+
+
+def test_an_iterator_dropped_early_stops_its_threads(tmp_path):
+    import gc
+    import threading
+    import time
+
+    io.write_examples(str(tmp_path / "d"), _data(), compression_type="")
+    input_fn = est.inputs.tfrecord_input_fn(
+        str(tmp_path / "d"), SPEC, batch_size=1, num_epochs=None, shuffle=False,
+        prefetch_batches=1,
+    )  # fmt: skip
+    batches = input_fn()
+    next(batches)  # the threads run, the queue fills; then training stops early
+    assert any(t.name == "tfrecord_read" for t in threading.enumerate())
+    del batches
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while any(t.name == "tfrecord_read" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the reading thread did not stop"
+        time.sleep(0.05)
+
+
+def test_writing_into_a_missing_directory_says_so(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist. Create it first"):
+        io.TFRecordWriter(tmp_path / "nope" / "x.tfrecord")
