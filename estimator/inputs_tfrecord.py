@@ -38,7 +38,7 @@ from estimator.io import (
     parse_example,
 )
 from estimator.io._parse import check_specs
-from estimator.io.tfrecord import ReadStats, list_files, read_records
+from estimator.io.tfrecord import ReadStats, list_files, read_record_chunks
 from estimator.preprocessing._specs import _merge_specs
 
 __all__ = ["tfrecord_input_fn"]
@@ -113,6 +113,19 @@ def _work(parse: Callable, fn: Callable | None, varlen: frozenset, block: list) 
     for batch in block:
         out.append(rows(parsed, lo, lo + len(batch), varlen))
         lo += len(batch)
+    return out
+
+
+def _shuffled(buffer: list, chunk: list, size: int, rng: random.Random) -> list:
+    """TF's shuffle buffer for a chunk of records: the buffer fills to ``size``; then each
+    incoming record takes the place of a uniformly drawn one, which goes out."""
+    room = min(len(chunk), size - len(buffer))
+    buffer += chunk[:room]
+    out = []
+    for record in chunk[room:]:
+        j = rng.randrange(size)
+        out.append(buffer[j])
+        buffer[j] = record
     return out
 
 
@@ -331,13 +344,13 @@ def tfrecord_input_fn(
 
         def batches(stats: ReadStats, stop: threading.Event) -> Iterator[list[bytes]]:
             epochs = itertools.count() if num_epochs is None else range(int(num_epochs))
-            buffer: list[bytes] = []
-            batch: list[bytes] = []
+            buffer: list[bytes] = []  # the shuffle buffer
+            pending: list[bytes] = []  # records in order, not yet in a batch
             for _ in epochs:
                 order = list(files)
                 if shuffle:
                     rng.shuffle(order)
-                records = read_records(
+                chunks = read_record_chunks(
                     order,
                     compression_type,
                     cycle_length=cycle_length,
@@ -346,27 +359,21 @@ def tfrecord_input_fn(
                     ignore_errors=ignore_errors,
                     stats=stats,
                 )
-                for record in records:
+                for chunk in chunks:
                     if stop.is_set():
                         return
                     if shuffle:
-                        if len(buffer) < shuffle_buffer_size:
-                            buffer.append(record)
-                            continue
-                        j = rng.randrange(len(buffer))
-                        record, buffer[j] = buffer[j], record
-                    batch.append(record)
-                    if len(batch) == batch_size:
-                        yield batch
-                        batch = []
+                        chunk = _shuffled(buffer, chunk, shuffle_buffer_size, rng)
+                    pending += chunk
+                    while len(pending) >= batch_size:
+                        yield pending[:batch_size]
+                        del pending[:batch_size]
             rng.shuffle(buffer)
-            for record in buffer:  # the buffer drains at the end, as TF's
-                batch.append(record)
-                if len(batch) == batch_size:
+            pending += buffer  # the buffer drains at the end, as TF's
+            for lo in range(0, len(pending), batch_size):
+                batch = pending[lo : lo + batch_size]
+                if len(batch) == batch_size or not drop_remainder:
                     yield batch
-                    batch = []
-            if batch and not drop_remainder:
-                yield batch
 
         varlen = frozenset(k for k, v in spec.items() if isinstance(v, VarLenFeature))
         return TFRecordBatches(

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import logging
 import random
 import struct
@@ -183,15 +184,17 @@ def _hint(path: str, compression: str) -> str:
     return ""
 
 
-def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
-    """``(offset, data)`` of each record of one file; raises :class:`CorruptRecordError`.
+def _record_chunks(path: str, compression: str) -> Iterator[list[bytes]]:
+    """The records of one file, a list per megabyte read; raises
+    :class:`CorruptRecordError` (after yielding the good records before the bad one).
 
-    The (decompressed) stream is read in chunks of a megabyte and the frames are cut from
-    each chunk, so a record costs a few Python operations and two CRC32C calls."""
+    The (decompressed) stream is read a megabyte at a time and the frames are cut from each
+    chunk in one loop, so a record costs a few Python operations and two CRC32C calls."""
     offset = 0  # of the next record in the uncompressed stream
     value = google_crc32c.value
     unpack = _HEADER.unpack_from
     unpack_crc = _CRC.unpack_from
+    out: list[bytes] = []
     try:
         with _open_read(path, compression) as f:
             buf = b""
@@ -199,17 +202,21 @@ def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
             eof = False
             while True:
                 if len(buf) - pos < 12 and not eof:
+                    if out:
+                        yield out
+                        out = []
                     more = f.read(_CHUNK)
                     eof = not more
                     buf = buf[pos:] + more
                     pos = 0
                     continue
                 if pos == len(buf):
-                    return
+                    break
                 if len(buf) - pos < 12:
                     raise _truncated(path, offset, 12, len(buf) - pos, compression)
                 length, length_crc = unpack(buf, pos)
-                if _mask(value(buf[pos : pos + 8])) != length_crc:
+                crc = value(buf[pos : pos + 8])
+                if (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
                     raise CorruptRecordError(
                         f"{path}: corrupt record at byte offset {offset}: the CRC32C of the "
                         "length does not match, so this is not a TFRecord frame (a damaged "
@@ -222,6 +229,9 @@ def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
                     )
                 end = pos + 16 + length
                 while len(buf) < end and not eof:
+                    if out:
+                        yield out
+                        out = []
                     more = f.read(max(_CHUNK, end - len(buf)))
                     eof = not more
                     buf = buf[pos:] + more
@@ -231,7 +241,8 @@ def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
                     raise _truncated(path, offset, 16 + length, len(buf) - pos, compression)
                 data = buf[pos + 12 : end - 4]
                 (data_crc,) = unpack_crc(buf, end - 4)
-                if _mask(value(data)) != data_crc:
+                crc = value(data)
+                if (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF != data_crc:
                     raise CorruptRecordError(
                         f"{path}: corrupt record at byte offset {offset}: the CRC32C of its "
                         f"{length} bytes of data does not match (masked CRC 0x{data_crc:08x} "
@@ -241,10 +252,12 @@ def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
                         path,
                         offset,
                     )
-                yield offset, data
+                out.append(data)
                 offset += 16 + length
                 pos = end
     except (gzip.BadGzipFile, zlib.error, EOFError) as err:
+        if out:
+            yield out
         kind = {"GZIP": "gzip", "ZLIB": "zlib"}.get(compression, "")
         raise CorruptRecordError(
             f"{path}: cannot decompress the {kind} stream after byte offset {offset} of the "
@@ -254,6 +267,12 @@ def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
             path,
             offset,
         ) from None
+    except CorruptRecordError:
+        if out:
+            yield out
+        raise
+    if out:
+        yield out
 
 
 def _mask(crc: int) -> int:
@@ -284,8 +303,8 @@ def tf_record_iterator(path, options=None) -> Iterator[bytes]:
       CorruptRecordError: a truncated or corrupt record (names the file and offset).
     """
     compression = _compression(options)
-    for _, data in _records_of(str(path), compression):
-        yield data
+    for chunk in _record_chunks(str(path), compression):
+        yield from chunk
 
 
 def list_files(file_pattern, shuffle: bool = False, seed: int | None = None) -> list[str]:
@@ -377,6 +396,32 @@ def read_records(
       ValueError: nothing matches a pattern; bad arguments.
       CorruptRecordError: a damaged file (without ``ignore_errors``).
     """
+    for chunk in read_record_chunks(
+        files,
+        compression_type,
+        cycle_length=cycle_length,
+        block_length=block_length,
+        num_shards=num_shards,
+        shard_index=shard_index,
+        ignore_errors=ignore_errors,
+        stats=stats,
+    ):
+        yield from chunk
+
+
+def read_record_chunks(
+    files: str | Sequence[str],
+    compression_type: str | None = None,
+    *,
+    cycle_length: int = 1,
+    block_length: int = 1,
+    num_shards: int = 1,
+    shard_index: int = 0,
+    ignore_errors: bool = False,
+    stats: ReadStats | None = None,
+) -> Iterator[list[bytes]]:
+    """:func:`read_records`' records in lists (a list per megabyte read, or per record when
+    interleaving), for readers that take records in bulk."""
     compression = _compression(compression_type)
     if cycle_length < 1 or block_length < 1:
         raise ValueError(
@@ -386,38 +431,50 @@ def read_records(
     names, every, offset = _shard(names, int(num_shards), int(shard_index))
     stats = ReadStats() if stats is None else stats
 
-    def one_file(path: str) -> Iterator[bytes]:
+    def one_file(path: str) -> Iterator[list[bytes]]:
         try:
-            for _, data in _records_of(path, compression):
-                yield data
+            yield from _record_chunks(path, compression)
         except CorruptRecordError as err:
             if not ignore_errors:
                 raise
             stats.skipped.append((err.path, err.offset, str(err)))
             logger.warning("Skipping the rest of %s from byte %d: %s", err.path, err.offset, err)
 
-    def interleaved() -> Iterator[bytes]:
+    def sequential() -> Iterator[list[bytes]]:
+        for path in names:
+            yield from one_file(path)
+
+    def interleaved() -> Iterator[list[bytes]]:
         pending = iter(names)
-        active = [one_file(p) for p in _take(pending, cycle_length)]
+        active = [_flat(one_file(p)) for p in _take(pending, cycle_length)]
         while active:
             still = []
             for reader in active:
-                for _ in range(block_length):
-                    try:
-                        yield next(reader)
-                    except StopIteration:
-                        replacement = next(pending, None)
-                        if replacement is not None:
-                            still.append(one_file(replacement))
-                        break
+                block = list(itertools.islice(reader, block_length))
+                if block:
+                    yield block
+                if len(block) < block_length:
+                    replacement = next(pending, None)
+                    if replacement is not None:
+                        still.append(_flat(one_file(replacement)))
                 else:
                     still.append(reader)
             active = still
 
-    for i, record in enumerate(interleaved()):
-        if every == 1 or i % every == offset:
-            stats.records += 1
-            yield record
+    seen = 0  # records before this chunk, for sharding by record
+    for chunk in sequential() if cycle_length == 1 else interleaved():
+        if every > 1:
+            first = (offset - seen) % every
+            seen += len(chunk)
+            chunk = chunk[first::every]
+        stats.records += len(chunk)
+        if chunk:
+            yield chunk
+
+
+def _flat(chunks: Iterator[list[bytes]]) -> Iterator[bytes]:
+    for chunk in chunks:
+        yield from chunk
 
 
 def _take(iterator: Iterator, n: int) -> list:
