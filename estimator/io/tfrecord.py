@@ -29,15 +29,25 @@ import io
 import itertools
 import logging
 import random
-import struct
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 import google_crc32c
 
 from estimator.io import paths
+from estimator.io._framing import _CHUNK as _CHUNK
+from estimator.io._framing import _CRC as _CRC
+from estimator.io._framing import _HEADER as _HEADER
+from estimator.io._framing import _MASK_DELTA as _MASK_DELTA
+from estimator.io._framing import COMPRESSION_TYPES as COMPRESSION_TYPES
+from estimator.io._framing import CorruptRecordError as CorruptRecordError
+from estimator.io._framing import TFRecordOptions as TFRecordOptions
+from estimator.io._framing import _compression as _compression
+from estimator.io._framing import masked_crc32c as masked_crc32c
+from estimator.io._writer import TFRecordWriter as TFRecordWriter
+from estimator.io._writer import write_records as write_records
 
 __all__ = [
     "CorruptRecordError",
@@ -51,27 +61,6 @@ __all__ = [
 
 logger = logging.getLogger("estimator")
 
-COMPRESSION_TYPES = ("", "GZIP", "ZLIB")
-_MASK_DELTA = 0xA282EAD8
-_HEADER = struct.Struct("<QI")
-_CRC = struct.Struct("<I")
-_CHUNK = 1 << 20
-
-
-def masked_crc32c(data: bytes) -> int:
-    """TF's masked CRC32C of ``data`` (``tensorflow/core/lib/hash/crc32c.h``)."""
-    return _mask(google_crc32c.value(data))
-
-
-class CorruptRecordError(ValueError):
-    """A TFRecord file that cannot be read: a truncated or corrupt record, or a compression
-    that does not match. ``path`` and ``offset`` (in the uncompressed stream) say where."""
-
-    def __init__(self, message: str, path: str, offset: int) -> None:
-        super().__init__(message)
-        self.path = path
-        self.offset = offset
-
 
 @dataclass
 class ReadStats:
@@ -80,51 +69,6 @@ class ReadStats:
 
     records: int = 0
     skipped: list[tuple[str, int, str]] = field(default_factory=list)
-
-
-def _compression(compression_type: Any) -> str:
-    if isinstance(compression_type, TFRecordOptions):
-        return compression_type.compression_type
-    value = "" if compression_type is None else str(compression_type).upper()
-    if value not in COMPRESSION_TYPES:
-        raise ValueError(
-            f"compression_type must be '', 'GZIP' or 'ZLIB' (TF's names); got {compression_type!r}."
-        )
-    return value
-
-
-@dataclass(frozen=True)
-class TFRecordOptions:
-    """Options of a TFRecord file (``tf.io.TFRecordOptions``).
-
-    Args:
-      compression_type: ``""``/None, ``"GZIP"`` or ``"ZLIB"``.
-      compression_level: 0-9 (zlib's; default 6 as TF's).
-      flush_mode, input_buffer_size, output_buffer_size, window_bits, compression_method,
-        mem_level, compression_strategy: accepted for TF compatibility (zlib's defaults
-        are used).
-    """
-
-    compression_type: str | None = None
-    flush_mode: Any = None
-    input_buffer_size: Any = None
-    output_buffer_size: Any = None
-    window_bits: Any = None
-    compression_level: int | None = None
-    compression_method: Any = None
-    mem_level: Any = None
-    compression_strategy: Any = None
-
-    def __post_init__(self):
-        object.__setattr__(self, "compression_type", _compression(self.compression_type))
-        level = self.compression_level
-        if level is not None and not (0 <= int(level) <= 9):
-            raise ValueError(f"compression_level must be in [0, 9]; got {level}.")
-
-    @classmethod
-    def get_compression_type_string(cls, options) -> str:
-        """``""``, ``"GZIP"`` or ``"ZLIB"`` for options or a compression type name."""
-        return _compression(options)
 
 
 class _ZlibReader(io.RawIOBase):
@@ -273,10 +217,6 @@ def _record_chunks(path: str, compression: str) -> Iterator[list[bytes]]:
         raise
     if out:
         yield out
-
-
-def _mask(crc: int) -> int:
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def _truncated(path, offset, needed, got, compression) -> CorruptRecordError:
@@ -484,125 +424,3 @@ def _take(iterator: Iterator, n: int) -> list:
         if len(out) == n:
             break
     return out
-
-
-class TFRecordWriter:
-    """Writes records to a TFRecord file (``tf.io.TFRecordWriter``).
-
-    The file is written under a temporary name beside ``path`` and renamed to ``path`` by
-    :meth:`close` (or the end of a ``with`` block): readers never see a partial file, and a
-    write that fails (or a ``with`` block that raises) leaves nothing at ``path``. (TF
-    writes in place.)
-
-    Args:
-      path: the file to write.
-      options: a :class:`TFRecordOptions` or a compression type (``""``, ``"GZIP"``,
-        ``"ZLIB"``).
-
-    Raises:
-      ValueError: a bad compression type, or a URL whose protocol is not available.
-    """
-
-    def __init__(self, path, options=None) -> None:
-        self.path = str(path)
-        opts = options if isinstance(options, TFRecordOptions) else TFRecordOptions(options)
-        self._compression = opts.compression_type
-        level = 6 if opts.compression_level is None else int(opts.compression_level)
-        self._context = paths.atomic_write(self.path)
-        self._raw = self._context.__enter__()
-        if self._compression == "GZIP":
-            self._out: IO[bytes] = gzip.GzipFile(
-                fileobj=self._raw, mode="wb", compresslevel=level, mtime=0
-            )
-        elif self._compression == "ZLIB":
-            self._deflate = zlib.compressobj(level)
-            self._out = self._raw
-        else:
-            self._out = self._raw
-        self._closed = False
-
-    def write(self, record: bytes) -> None:
-        """Appends one record (``bytes``).
-
-        Raises:
-          TypeError: ``record`` is not bytes.
-          ValueError: the writer is closed.
-        """
-        if self._closed:
-            raise ValueError(f"{self.path}: write() on a closed TFRecordWriter.")
-        if isinstance(record, str):
-            raise TypeError(
-                "TFRecordWriter.write takes bytes; got str. Write "
-                "example.SerializeToString() (or text.encode())."
-            )
-        data = bytes(record)
-        length = struct.pack("<Q", len(data))
-        frame = b"".join(
-            (
-                length,
-                _CRC.pack(masked_crc32c(length)),
-                data,
-                _CRC.pack(masked_crc32c(data)),
-            )
-        )
-        if self._compression == "ZLIB":
-            frame = self._deflate.compress(frame)
-        self._out.write(frame)
-
-    def flush(self) -> None:
-        """Flushes buffered data to the temporary file (the file appears at ``close``)."""
-        self._out.flush()
-
-    def close(self) -> None:
-        """Finishes the file and moves it to ``path``."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._compression == "GZIP":
-            self._out.close()
-        elif self._compression == "ZLIB":
-            self._raw.write(self._deflate.flush())
-        self._context.__exit__(None, None, None)
-
-    def _abort(self, exc: BaseException) -> None:
-        self._closed = True
-        try:
-            if self._compression == "GZIP":
-                self._out.close()
-        finally:
-            self._context.__exit__(type(exc), exc, exc.__traceback__)
-
-    def __enter__(self) -> TFRecordWriter:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc is None:
-            self.close()
-        elif not self._closed:
-            try:
-                self._abort(exc)
-            except BaseException as again:
-                if again is not exc:
-                    raise
-
-    def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
-            logger.warning(
-                "TFRecordWriter for %s was never closed: nothing was written there. Call "
-                "close() or use it in a with block.",
-                self.path,
-            )
-            try:
-                self._abort(RuntimeError("not closed"))
-            except BaseException:  # noqa: S110 (best effort in a finalizer)
-                pass
-
-
-def write_records(path, records: Iterable[bytes], options=None) -> int:
-    """Writes ``records`` to a TFRecord file at ``path`` (atomically); returns the count."""
-    n = 0
-    with TFRecordWriter(path, options) as writer:
-        for record in records:
-            writer.write(record)
-            n += 1
-    return n
