@@ -14,8 +14,9 @@ with ``estimator.io``: the parsed features are what the columns' host phase read
 (``make_parse_example_spec(columns)`` → parse → columns), exactly as in TF.
 
 Reading, shuffling and batching run in a background thread and parsing in a pool of
-``num_parallel_calls`` threads, ``prefetch_batches`` batches ahead, so the host work
-overlaps the device's steps; the Estimator's loop only takes finished batches.
+``num_parallel_calls`` threads, a block of several batches (about 4,096 records) at a time,
+at least ``prefetch_batches`` batches ahead, so the host work overlaps the device's steps;
+the Estimator's loop only takes finished batches.
 """
 
 from __future__ import annotations
@@ -271,7 +272,8 @@ def tfrecord_input_fn(
       shuffle_buffer_size: records in the shuffle buffer.
       cycle_length: files read at once (``interleave``).
       num_parallel_calls: threads parsing batches.
-      prefetch_batches: parsed batches kept ready.
+      prefetch_batches: parsed batches kept ready, at least (rounded up to whole blocks of
+        about 4,096 records).
       drop_remainder: drop a last batch smaller than ``batch_size``.
       ignore_errors: skip the rest of a damaged file instead of raising (counted in the
         batches' ``stats``).
@@ -377,7 +379,11 @@ def tfrecord_input_fn(
 
         varlen = frozenset(k for k, v in spec.items() if isinstance(v, VarLenFeature))
         return TFRecordBatches(
-            produce, parse, int(num_parallel_calls), int(prefetch_batches), varlen
+            produce,
+            parse,
+            int(num_parallel_calls),
+            -(-prefetch_batches * batch_size // _BLOCK),
+            varlen,
         )
 
     return input_fn
