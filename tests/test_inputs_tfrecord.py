@@ -139,6 +139,7 @@ def _columns():
     ]
 
 
+@pytest.mark.slow
 def test_training_from_files_equals_training_from_arrays(tmp_path):
     data = _data()
     io.write_examples(str(tmp_path / "train.tfrecord.gz"), data)

@@ -22,6 +22,8 @@ from estimator.export import __main__ as export_cli
 from estimator.serve._app import build_app
 from estimator.serve._models import ModelWatcher
 
+pytestmark = pytest.mark.slow  # trains and exports a model (~6 s)
+
 ROWS = [
     {"size": 1.5, "color": "red", "tags": ["a", "b"]},
     {"size": 4.0, "color": "blue", "tags": []},
