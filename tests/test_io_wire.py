@@ -124,3 +124,15 @@ def test_random_examples_read_the_same(examples):
     records = [_proto_example(e) for e in examples]
     assert _declined(records, ["a", "bb", "key_c"]) == 0
     assert_same(records, ["a", "bb", "key_c", "zz"])
+
+
+def test_short_strings_at_the_end_of_the_batch_with_long_ones_before():
+    # Strings of up to 64 bytes are cut as one [n, width] array; the last record's short
+    # string lies within `width` of the batch's end.
+    records = [
+        _example(_entry(b"s", _field(1, _field(1, b"x" * 60)))),
+        _example(_entry(b"s", _field(1, _field(1, b"ab") + _field(1, b"c\x00d")))),
+    ]
+    assert _declined(records, ["s"]) == 0
+    assert_same(records, ["s"])
+    assert _wire.collect(records, ["s"])["s"].bytes_values.tolist() == [b"x" * 60, b"ab", b"c\x00d"]

@@ -36,7 +36,8 @@ from estimator.io._columns import (
     collect_protobuf,
 )
 
-_PAD = 16  # zero bytes after the batch, so a 10-byte varint read never runs off the end
+_PAD = 64  # zero bytes after the batch: reads of a varint (10 bytes), a key code (8) or a
+# short string (up to 64, see _strings) never run off the end
 _SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
 _LIST_TAGS = {0x0A: BYTES, 0x12: FLOAT, 0x1A: INT64}
 
@@ -249,10 +250,10 @@ def _strings(batch: _Batch, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
         return _bytes_array([])
     width = int(lengths.max())
     if 0 < width <= 64 and not (batch.arr[stop[lengths > 0] - 1] == 0).any():
-        columns = np.arange(width)
-        at = np.minimum(start[:, None] + columns, len(batch.arr) - 1)
-        cut = batch.arr[at] * (columns < lengths[:, None])
-        return cut.astype(np.uint8).view(f"S{width}").ravel().astype(object)
+        windows = np.lib.stride_tricks.sliding_window_view(batch.arr, width)
+        cut = windows[start]  # [n, width] bytes in one gather (the padding covers the end)
+        cut[np.arange(width) >= lengths[:, None]] = 0
+        return cut.view(f"S{width}").ravel().astype(object)
     data = batch.data
     return _bytes_array([data[x:y] for x, y in zip(start.tolist(), stop.tolist(), strict=True)])
 
