@@ -109,36 +109,3 @@ def collect_protobuf_maps(maps: Sequence, keys: Sequence[str]) -> dict[str, Colu
                 if which is not None:
                     builder.add(i, _LISTS[which], getattr(feature, which).value)
     return {key: builder.column() for key, builder in builders.items()}
-
-
-def merge_rows(n: int, parts: list[tuple[np.ndarray, dict[str, Column]]], keys) -> dict:
-    """Columns of ``n`` records assembled from columns of disjoint subsets of them (each
-    ``(indices, columns)``, indices ascending)."""
-    out = {}
-    for key in keys:
-        kinds = np.zeros(n, np.int8)
-        counts = np.zeros(n, np.int64)
-        for rows, columns in parts:
-            kinds[rows] = columns[key].kinds
-            counts[rows] = columns[key].counts
-        values = []
-        for kind in (BYTES, FLOAT, INT64):
-            mine = kinds == kind
-            starts = np.zeros(n + 1, np.int64)
-            np.cumsum(np.where(mine, counts, 0), out=starts[1:])
-            total = int(starts[-1])
-            dtype = (object, np.float32, np.int64)[kind - 1]
-            merged = np.empty(total, dtype=dtype)
-            for rows, columns in parts:
-                column = columns[key]
-                sub = column.values(kind)
-                sub_counts = np.where(column.kinds == kind, column.counts, 0)
-                sub_starts = np.concatenate([[0], np.cumsum(sub_counts)])
-                for j, row in enumerate(rows):
-                    if sub_counts[j]:
-                        merged[starts[row] : starts[row + 1]] = sub[
-                            sub_starts[j] : sub_starts[j + 1]
-                        ]
-            values.append(merged)
-        out[key] = Column(kinds, counts, *values)
-    return out
