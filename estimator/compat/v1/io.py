@@ -5,7 +5,8 @@
 values, dense_shape: TF's ``SparseTensorValue``), which feature columns read as TF's
 ``SparseTensor``; a ``RaggedFeature`` gives an ``estimator.io.RaggedValue``. In a
 ``tf.data`` pipeline, parse batches (``dataset.batch(n).map(parse_example)``, TF's
-recommended order); ``parse_single_example`` before ``batch`` works for dense features.
+recommended order) or parse each record and batch after (``batch`` joins the sparse values
+of ``VarLenFeature``s as TF's batches ``SparseTensor``s; ragged values are not batched).
 """
 
 from __future__ import annotations
