@@ -8,7 +8,9 @@ This is a bottom layer: it knows nothing of the Estimator's engine. What lives h
 * ``tfrecord``: TFRecord files (``TFRecordWriter``, ``read_records`` with patterns,
   interleaving, sharding and CRC checks; ``"GZIP"``/``"ZLIB"``), and ``write_examples``
   (columns or a DataFrame to ``tf.Example`` files);
-* ``paths``: the one place files are opened (local today; the seam for remote storage);
+* ``paths``: which paths the package can use (``local_path`` refuses URLs before anything is
+  created) and the one place the TFRecord reader and writer open files (the seam for
+  remote storage);
 * the parsing specs (``FixedLenFeature``, ``VarLenFeature``, ``SparseFeature``,
   ``RaggedFeature``, ``FixedLenSequenceFeature``) and ``parse_example``,
   ``parse_single_example``, ``parse_sequence_example``,
@@ -47,6 +49,7 @@ from estimator.io._values import RaggedValue as RaggedValue
 from estimator.io._values import SparseValue as SparseValue
 from estimator.io.examples import serialize_examples as serialize_examples
 from estimator.io.examples import write_examples as write_examples
+from estimator.io.paths import local_path as local_path
 from estimator.io.tfrecord import CorruptRecordError as CorruptRecordError
 from estimator.io.tfrecord import TFRecordOptions as TFRecordOptions
 from estimator.io.tfrecord import TFRecordWriter as TFRecordWriter
@@ -58,6 +61,7 @@ __all__ = [
     "TFRecordOptions",
     "TFRecordWriter",
     "list_files",
+    "local_path",
     "paths",
     "read_records",
     "serialize_examples",

@@ -7,7 +7,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-import google_crc32c
+import crc32c
 
 COMPRESSION_TYPES = ("", "GZIP", "ZLIB")
 _MASK_DELTA = 0xA282EAD8
@@ -18,7 +18,7 @@ _CHUNK = 1 << 20
 
 def masked_crc32c(data: bytes) -> int:
     """TF's masked CRC32C of ``data`` (``tensorflow/core/lib/hash/crc32c.h``)."""
-    return _mask(google_crc32c.value(data))
+    return _mask(crc32c.crc32c(data))
 
 
 class CorruptRecordError(ValueError):

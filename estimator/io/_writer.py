@@ -30,7 +30,7 @@ class TFRecordWriter:
         ``"ZLIB"``).
 
     Raises:
-      ValueError: a bad compression type, or a URL whose protocol is not available.
+      ValueError: a bad compression type, or a URL (``estimator.io.paths.local_path``).
     """
 
     def __init__(self, path, options=None) -> None:

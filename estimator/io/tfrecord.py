@@ -11,7 +11,7 @@ it::
 
 (``masked(crc) = ((crc >> 15) | (crc << 17)) + 0xa282ead8``, modulo 2**32). The whole
 stream may be compressed: ``compression_type`` ``""`` (none), ``"GZIP"`` or ``"ZLIB"``.
-CRCs are computed by ``google-crc32c`` (hardware CRC32C) and checked on every read.
+CRCs are computed by the ``crc32c`` package (hardware CRC32C) and checked on every read.
 
 Files written by TF's ``tf.io.TFRecordWriter`` read back here, and files written here
 read back in TF, for all three compressions (``tests/test_io_tfrecord.py``). A damaged
@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
-import google_crc32c
+import crc32c
 
 from estimator.io import paths
 from estimator.io._framing import _CHUNK as _CHUNK
@@ -135,7 +135,7 @@ def _record_chunks(path: str, compression: str) -> Iterator[list[bytes]]:
     The (decompressed) stream is read a megabyte at a time and the frames are cut from each
     chunk in one loop, so a record costs a few Python operations and two CRC32C calls."""
     offset = 0  # of the next record in the uncompressed stream
-    value = google_crc32c.value
+    value = crc32c.crc32c
     unpack = _HEADER.unpack_from
     unpack_crc = _CRC.unpack_from
     out: list[bytes] = []
