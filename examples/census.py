@@ -265,6 +265,8 @@ def main(argv=None) -> dict:
         )
         if args.model_dir is None:
             shutil.rmtree(model_dir, ignore_errors=True)
+    if args.input == "tfrecord":
+        shutil.rmtree(files, ignore_errors=True)
     if len(kinds) > 1:
         print("\nOn adult.test:")
         keys = ["accuracy", "auc", "auc_precision_recall", "average_loss"]
