@@ -7,14 +7,23 @@ local directory ``gs:`` with its lock file, so a user believed the checkpoints w
 bucket when they were on the local disk. :func:`local_path` refuses URLs where a path enters
 (``RunConfig``, ``Estimator``, ``WarmStartSettings``, exports, checkpoints, loading an
 export), before anything is created.
+
+Every file that ``estimator.io``'s TFRecord reader and writer open goes through
+:func:`open_file`, :func:`glob` and :func:`atomic_write`: the one seam where another storage
+(an object store through fsspec) plugs in without touching the readers and writers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob as _glob
 import os
 import re
+import uuid
+from collections.abc import Iterator
+from typing import IO
 
-__all__ = ["local_path", "url_scheme"]
+__all__ = ["atomic_write", "glob", "local_path", "open_file", "url_scheme"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -57,3 +66,62 @@ def local_path(path, what: str) -> str:
             "s3fs-fuse) and pass the mounted path."
         )
     return text
+
+
+def open_file(path, mode: str = "rb") -> IO[bytes]:
+    """Opens ``path`` in a binary ``mode`` (``"rb"``, ``"wb"``, ``"ab"``).
+
+    Raises:
+      ValueError: a URL (see :func:`local_path`); a text mode.
+      FileNotFoundError: for reading, a file that does not exist (the message names it).
+    """
+    if "b" not in mode:
+        raise ValueError(f"open_file opens files in binary modes only; got mode {mode!r}.")
+    local = local_path(path, "file")
+    try:
+        return open(local, mode)  # noqa: SIM115 (the caller closes it)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{local}: no such file. Check the path (and the file pattern that produced it)."
+        ) from None
+
+
+def glob(pattern) -> list[str]:
+    """The paths matching ``pattern`` (``*``, ``?``, ``[...]``), sorted.
+
+    Raises:
+      ValueError: a URL (see :func:`local_path`).
+    """
+    return sorted(_glob.glob(local_path(pattern, "file pattern")))
+
+
+@contextlib.contextmanager
+def atomic_write(path) -> Iterator[IO[bytes]]:
+    """A binary file that appears at ``path`` complete or not at all: written under a
+    temporary name beside it, renamed onto ``path`` when the block ends without error,
+    removed when it raises.
+
+    Raises:
+      ValueError: a URL (see :func:`local_path`).
+      FileNotFoundError: the directory does not exist.
+    """
+    local = local_path(path, "file")
+    temp = os.path.join(
+        os.path.dirname(local) or ".", f".{os.path.basename(local)}.tmp-{uuid.uuid4().hex}"
+    )
+    try:
+        f = open(temp, "wb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{local}: the directory {os.path.dirname(local) or '.'!r} does not exist. Create "
+            "it first (os.makedirs(..., exist_ok=True))."
+        ) from None
+    try:
+        yield f
+        f.close()
+        os.replace(temp, local)
+    except BaseException:
+        f.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temp)
+        raise
