@@ -84,13 +84,18 @@ def columns_of(test_x: dict, rows: int, i: int) -> dict:
     return {k: v[(i * rows) % (n - rows) :][:rows].tolist() for k, v in test_x.items()}
 
 
-def start_server(base_path: str, *flags) -> tuple[subprocess.Popen, str]:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return s.getsockname()[1]
+
+
+def start_server(base_path: str, *flags) -> tuple[subprocess.Popen, str]:
+    port, grpc_port = free_port(), free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "estimator.serve", "--model_name", "census",
-         "--model_base_path", base_path, "--port", str(port), "--host", "127.0.0.1",
+         "--model_base_path", base_path, "--rest_api_port", str(port), "--port",
+         str(grpc_port), "--host", "127.0.0.1",
          "--file_system_poll_wait_seconds", "0", *flags]
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"

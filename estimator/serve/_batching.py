@@ -2,6 +2,7 @@
 
 import asyncio
 
+import numpy as np
 from starlette.concurrency import run_in_threadpool
 
 
@@ -10,8 +11,9 @@ class Batcher:
 
     A call waits at most ``batch_timeout_micros`` for others to join it (TF Serving's
     ``max_batch_size`` and ``batch_timeout_micros`` batching parameters). A merged batch is
-    padded to a power of two so the model compiles for a handful of batch sizes only. Calls
-    whose inputs have different names, or are not lists of rows, run on their own. If a
+    padded to a power of two so the model compiles for a handful of batch sizes only. Inputs
+    are lists of rows (REST) or arrays with a batch dimension (gRPC); calls whose inputs have
+    different names or kinds, or are neither, run on their own. If a
     merged call fails (one request's bad input), each request is rerun alone, so only the
     bad one gets the error.
 
@@ -31,7 +33,8 @@ class Batcher:
         rows = _rows(columns)
         if rows is None or rows >= self.max_batch_size:
             return await run_in_threadpool(self._call, signature, columns)
-        key = (id(signature), tuple(sorted(columns)))
+        arrays = all(isinstance(v, np.ndarray) for v in columns.values())
+        key = (id(signature), tuple(sorted(columns)), arrays)
         future = asyncio.get_running_loop().create_future()
         pending = self._queues.get(key)
         if pending is None:
@@ -58,11 +61,11 @@ class Batcher:
         if len(pending) == 1:
             jobs = pending
         else:
-            merged = {k: [v for cols, _, _ in pending for v in cols[k]] for k in pending[0][0]}
             total = sum(rows for _, rows, _ in pending)
             padded = self._bucket(total)  # a few fixed batch sizes: no recompile per size
-            merged = {k: v + [v[0]] * (padded - total) for k, v in merged.items()}
             try:
+                parts = {k: [c[k] for c, _, _ in pending] for k in pending[0][0]}
+                merged = {k: _merge(v, padded - total) for k, v in parts.items()}
                 outputs = await run_in_threadpool(self._call, signature, merged)
             except Exception:
                 jobs = pending  # rerun alone: each request gets its own answer or error
@@ -79,9 +82,23 @@ class Batcher:
                 future.set_exception(err)
 
 
+def _merge(parts: list, padding: int):
+    """Concatenates one input's rows from several requests, plus ``padding`` copies of the
+    first row (dropped from the answers)."""
+    if isinstance(parts[0], np.ndarray):
+        merged = np.concatenate(parts)  # raises for different trailing shapes: rerun alone
+        return np.concatenate([merged, np.repeat(merged[:1], padding, axis=0)])
+    merged = [v for part in parts for v in part]
+    return merged + [merged[0]] * padding
+
+
 def _rows(columns: dict) -> int | None:
-    """The batch size of list-of-rows inputs, or ``None`` if they can't be concatenated."""
-    sizes = {len(v) if isinstance(v, list) else None for v in columns.values()}
+    """The batch size of list-of-rows or array inputs, or ``None`` if they can't be
+    concatenated."""
+    sizes = {
+        len(v) if isinstance(v, list) or (isinstance(v, np.ndarray) and v.ndim) else None
+        for v in columns.values()
+    }
     if len(sizes) != 1 or None in sizes:
         return None
     (size,) = sizes
