@@ -33,7 +33,7 @@ def census_module():
     return importlib.import_module("census")
 
 
-def _regressor_fn(features, labels, mode, params, config):
+def _regressor_fn(features, labels, mode):
     import jax.numpy as jnp
     import optax
 
