@@ -23,6 +23,7 @@ import canned
 import estimator as est
 from canned import feature_column as fc
 
+pytestmark = pytest.mark.slow  # starts servers
 COLORS = ["red", "green", "blue"]
 ROWS = [{"size": 1.5, "color": "red"}, {"size": 4.0, "color": "blue"}]
 

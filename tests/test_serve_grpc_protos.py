@@ -1,0 +1,102 @@
+"""The gRPC server's protos and tensor conversion (issue 33, requirement 1): TF Serving's
+schema in a private pool, and ``TensorProto`` <-> NumPy by ``tf.make_ndarray``'s rules,
+without TensorFlow."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from google.protobuf import descriptor_pool
+
+from estimator.serve import _protos
+from estimator.serve._protos import messages
+from estimator.serve._tensors import TensorError, from_numpy, to_numpy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DT_FLOAT, DT_INT32, DT_STRING, DT_INT64, DT_HALF = 1, 3, 7, 9, 19  # types.proto's numbers
+
+
+def _tensor(dtype: int, shape, **fields):
+    tensor = messages.TensorProto(dtype=dtype)
+    for size in shape:
+        tensor.tensor_shape.dim.add().size = size
+    for name, values in fields.items():
+        if name == "tensor_content":
+            tensor.tensor_content = values
+        else:
+            getattr(tensor, name).extend(values)
+    return tensor
+
+
+def test_messages_have_tf_servings_names_in_a_private_pool():
+    assert messages.PredictRequest.DESCRIPTOR.full_name == "tensorflow.serving.PredictRequest"
+    assert messages.TensorProto.DESCRIPTOR.file.name == "tensorflow/core/framework/tensor.proto"
+    assert _protos.pool() is not descriptor_pool.Default()
+    with pytest.raises(KeyError):  # nothing was added to protobuf's default pool
+        descriptor_pool.Default().FindMessageTypeByName("tensorflow.serving.PredictRequest")
+    service = _protos.pool().FindServiceByName(_protos.PREDICTION_SERVICE)
+    assert [m.name for m in service.methods] == [
+        "Classify", "Regress", "Predict", "MultiInference", "GetModelMetadata",
+    ]  # fmt: skip
+
+
+def test_typed_values_fill_the_shape_as_make_ndarray_does():
+    # Fewer values than the shape holds: the last one repeats ([1, 2] -> [1, 2, 2, 2]).
+    got = to_numpy(_tensor(DT_FLOAT, [2, 2], float_val=[1.0, 2.0]))
+    np.testing.assert_array_equal(got, [[1.0, 2.0], [2.0, 2.0]])
+    assert got.dtype == np.float32
+    # One value fills every element; none gives zeros.
+    np.testing.assert_array_equal(to_numpy(_tensor(DT_INT64, [3], int64_val=[7])), [7, 7, 7])
+    np.testing.assert_array_equal(to_numpy(_tensor(DT_INT32, [2])), [0, 0])
+    strings = to_numpy(_tensor(DT_STRING, [2, 1], string_val=[b"a", b"b"]))
+    assert strings.dtype == object and strings.tolist() == [[b"a"], [b"b"]]
+    # half_val holds float16 bit patterns: 0x3C00 is 1.0.
+    np.testing.assert_array_equal(to_numpy(_tensor(DT_HALF, [1], half_val=[0x3C00])), [1.0])
+
+
+def test_tensor_content_round_trips():
+    array = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
+    tensor = from_numpy(array)
+    assert tensor.dtype == DT_FLOAT and tensor.tensor_content == array.tobytes()
+    assert [d.size for d in tensor.tensor_shape.dim] == [2, 3]
+    np.testing.assert_array_equal(to_numpy(tensor), array)
+    text = from_numpy(np.array([[b"x"], [b"yz"]], dtype=object))
+    assert text.dtype == DT_STRING and list(text.string_val) == [b"x", b"yz"]
+    np.testing.assert_array_equal(to_numpy(from_numpy(np.array([True, False]))), [True, False])
+
+
+@pytest.mark.parametrize(
+    "tensor, message",
+    [
+        (_tensor(DT_FLOAT, [2], float_val=[1.0, 2.0, 3.0]), r"float_val has 3 values; shape \[2\]"),
+        (_tensor(DT_FLOAT, [2], tensor_content=b"\0" * 7), "tensor_content has 7 bytes"),
+        (_tensor(DT_FLOAT, [-1]), "negative dimension"),
+        (_tensor(20, [1]), "dtype DT_RESOURCE is not supported"),
+        (_tensor(DT_STRING, [1], tensor_content=b"a"), "carry their values in string_val"),
+    ],
+)
+def test_bad_tensors_are_refused_with_the_reason(tensor, message):
+    with pytest.raises(TensorError, match=message):
+        to_numpy(tensor)
+
+
+@pytest.mark.slow
+def test_committed_descriptors_equal_tensorflow_serving_apis():
+    """The schema is TF Serving's to the byte: the generator, run in a process with TF and
+    ``tensorflow-serving-api``, renders exactly the committed module."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import gen_serving_descriptors as g; "
+        "sys.stdout.write(g.render())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, HERE],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(os.path.join(HERE, "..", "estimator", "serve", "_descriptors.py")) as f:
+        assert result.stdout == f.read()
