@@ -1,0 +1,56 @@
+"""Files and data without TensorFlow: TFRecord files, ``tf.Example`` protos and their
+parsing (``tf.io``).
+
+This is a bottom layer: it knows nothing of the Estimator's engine. What lives here:
+
+* ``protos``: ``Example``, ``SequenceExample`` and the ``Feature`` messages, from TF's real
+  ``.proto`` schema in a private descriptor pool;
+* the parsing specs (``FixedLenFeature``, ``VarLenFeature``, ``SparseFeature``,
+  ``RaggedFeature``, ``FixedLenSequenceFeature``) and ``parse_example``,
+  ``parse_single_example``, ``parse_sequence_example``,
+  ``parse_single_sequence_example``, giving NumPy arrays, :class:`SparseValue` and
+  :class:`RaggedValue`.
+
+Synopsis::
+
+    import numpy as np
+    from estimator import io
+
+    example = io.protos.Example()
+    example.features.feature["age"].float_list.value.append(39.0)
+    parsed = io.parse_example(
+        [example.SerializeToString()],
+        {"age": io.FixedLenFeature([1], np.float32),
+         "tags": io.VarLenFeature(str)})
+    # parsed["age"] == [[39.]] (float32); parsed["tags"] is an empty SparseValue [1, 0]
+"""
+
+from estimator.io import protos as protos
+from estimator.io._parse import parse_example as parse_example
+from estimator.io._parse import parse_single_example as parse_single_example
+from estimator.io._sequence import parse_sequence_example as parse_sequence_example
+from estimator.io._sequence import (
+    parse_single_sequence_example as parse_single_sequence_example,
+)
+from estimator.io._specs import FixedLenFeature as FixedLenFeature
+from estimator.io._specs import FixedLenSequenceFeature as FixedLenSequenceFeature
+from estimator.io._specs import RaggedFeature as RaggedFeature
+from estimator.io._specs import SparseFeature as SparseFeature
+from estimator.io._specs import VarLenFeature as VarLenFeature
+from estimator.io._values import RaggedValue as RaggedValue
+from estimator.io._values import SparseValue as SparseValue
+
+__all__ = [
+    "FixedLenFeature",
+    "FixedLenSequenceFeature",
+    "RaggedFeature",
+    "RaggedValue",
+    "SparseFeature",
+    "SparseValue",
+    "VarLenFeature",
+    "parse_example",
+    "parse_sequence_example",
+    "parse_single_example",
+    "parse_single_sequence_example",
+    "protos",
+]

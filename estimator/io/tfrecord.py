@@ -1,0 +1,528 @@
+"""TFRecord files without TensorFlow: reading and writing (``tf.io.TFRecordWriter``,
+``tf.data.TFRecordDataset``'s reader).
+
+A TFRecord file is a sequence of records, each framed as TF's ``record_writer.cc`` writes
+it::
+
+    uint64 length (little-endian)
+    uint32 masked CRC32C of the length's 8 bytes
+    byte   data[length]
+    uint32 masked CRC32C of the data
+
+(``masked(crc) = ((crc >> 15) | (crc << 17)) + 0xa282ead8``, modulo 2**32). The whole
+stream may be compressed: ``compression_type`` ``""`` (none), ``"GZIP"`` or ``"ZLIB"``.
+CRCs are computed by ``google-crc32c`` (hardware CRC32C) and checked on every read.
+
+Files written by TF's ``tf.io.TFRecordWriter`` read back here, and files written here
+read back in TF, for all three compressions (``tests/test_io_tfrecord.py``). A damaged
+file raises :class:`CorruptRecordError` naming the file, the byte offset and the fix;
+nothing is skipped unless ``ignore_errors=True``, which skips the rest of a damaged file
+(a frame cannot be found again after a bad length) and counts it in a :class:`ReadStats`.
+:class:`TFRecordWriter` writes under a temporary name and renames the file into place on
+``close()``: a failed or interrupted write leaves no partial file behind.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import logging
+import random
+import struct
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import google_crc32c
+
+from estimator.io import paths
+
+__all__ = [
+    "CorruptRecordError",
+    "ReadStats",
+    "TFRecordOptions",
+    "TFRecordWriter",
+    "list_files",
+    "read_records",
+    "tf_record_iterator",
+]
+
+logger = logging.getLogger("estimator")
+
+COMPRESSION_TYPES = ("", "GZIP", "ZLIB")
+_MASK_DELTA = 0xA282EAD8
+_HEADER = struct.Struct("<QI")
+_CRC = struct.Struct("<I")
+_CHUNK = 1 << 20
+
+
+def masked_crc32c(data: bytes) -> int:
+    """TF's masked CRC32C of ``data`` (``tensorflow/core/lib/hash/crc32c.h``)."""
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+class CorruptRecordError(ValueError):
+    """A TFRecord file that cannot be read: a truncated or corrupt record, or a compression
+    that does not match. ``path`` and ``offset`` (in the uncompressed stream) say where."""
+
+    def __init__(self, message: str, path: str, offset: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+
+
+@dataclass
+class ReadStats:
+    """What ``ignore_errors=True`` skipped: one ``(path, offset, reason)`` per damaged file
+    (the rest of each from ``offset`` on), and the number of records read."""
+
+    records: int = 0
+    skipped: list[tuple[str, int, str]] = field(default_factory=list)
+
+
+def _compression(compression_type: Any) -> str:
+    if isinstance(compression_type, TFRecordOptions):
+        return compression_type.compression_type
+    value = "" if compression_type is None else str(compression_type).upper()
+    if value not in COMPRESSION_TYPES:
+        raise ValueError(
+            f"compression_type must be '', 'GZIP' or 'ZLIB' (TF's names); got {compression_type!r}."
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class TFRecordOptions:
+    """Options of a TFRecord file (``tf.io.TFRecordOptions``).
+
+    Args:
+      compression_type: ``""``/None, ``"GZIP"`` or ``"ZLIB"``.
+      compression_level: 0-9 (zlib's; default 6 as TF's).
+      flush_mode, input_buffer_size, output_buffer_size, window_bits, compression_method,
+        mem_level, compression_strategy: accepted for TF compatibility (zlib's defaults
+        are used).
+    """
+
+    compression_type: str | None = None
+    flush_mode: Any = None
+    input_buffer_size: Any = None
+    output_buffer_size: Any = None
+    window_bits: Any = None
+    compression_level: int | None = None
+    compression_method: Any = None
+    mem_level: Any = None
+    compression_strategy: Any = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "compression_type", _compression(self.compression_type))
+        level = self.compression_level
+        if level is not None and not (0 <= int(level) <= 9):
+            raise ValueError(f"compression_level must be in [0, 9]; got {level}.")
+
+    @classmethod
+    def get_compression_type_string(cls, options) -> str:
+        """``""``, ``"GZIP"`` or ``"ZLIB"`` for options or a compression type name."""
+        return _compression(options)
+
+
+class _ZlibReader(io.RawIOBase):
+    """A zlib-format stream (TF's ``ZLIB`` compression) read through ``decompressobj``."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self._inflate = zlib.decompressobj()
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            if self._inflate.eof:
+                return 0
+            chunk = self._raw.read(_CHUNK)
+            if not chunk:
+                self._pending = self._inflate.flush()
+                if not self._pending:
+                    if not self._inflate.eof:
+                        raise zlib.error("incomplete or truncated stream")
+                    return 0
+                break
+            self._pending = self._inflate.decompress(chunk)
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _open_read(path: str, compression: str) -> IO[bytes]:
+    raw = paths.open_file(path, "rb")
+    if compression == "GZIP":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if compression == "ZLIB":
+        return io.BufferedReader(_ZlibReader(raw), _CHUNK)
+    return raw
+
+
+def _hint(path: str, compression: str) -> str:
+    try:
+        with paths.open_file(path, "rb") as f:
+            magic = f.read(2)
+    except OSError:
+        return ""
+    if compression == "" and magic == b"\x1f\x8b":
+        return " The file starts with gzip's magic bytes: pass compression_type='GZIP'."
+    if compression == "" and len(magic) == 2 and (magic[0] * 256 + magic[1]) % 31 == 0:
+        if magic[0] & 0x0F == 8:
+            return " The file starts like a zlib stream: pass compression_type='ZLIB'."
+    return ""
+
+
+def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
+    """``(offset, data)`` of each record of one file; raises :class:`CorruptRecordError`."""
+    offset = 0
+    try:
+        with _open_read(path, compression) as f:
+            read = f.read
+            while True:
+                header = read(12)
+                if not header:
+                    return
+                if len(header) < 12:
+                    raise _truncated(path, offset, 12, len(header), compression)
+                length, length_crc = _HEADER.unpack(header)
+                if masked_crc32c(header[:8]) != length_crc:
+                    raise CorruptRecordError(
+                        f"{path}: corrupt record at byte offset {offset}: the CRC32C of the "
+                        "length does not match, so this is not a TFRecord frame (a damaged "
+                        "file, or not a TFRecord file, or read with the wrong "
+                        f"compression_type {compression!r}).{_hint(path, compression)} "
+                        "Re-copy or re-write the file, or pass ignore_errors=True to skip the "
+                        "rest of a damaged file.",
+                        path,
+                        offset,
+                    )
+                body = read(length + 4)
+                if len(body) < length + 4:
+                    raise _truncated(path, offset, 12 + length + 4, 12 + len(body), compression)
+                data = body[:length]
+                (data_crc,) = _CRC.unpack_from(body, length)
+                if masked_crc32c(data) != data_crc:
+                    raise CorruptRecordError(
+                        f"{path}: corrupt record at byte offset {offset}: the CRC32C of its "
+                        f"{length} bytes of data does not match (masked CRC 0x{data_crc:08x} "
+                        f"stored, 0x{masked_crc32c(data):08x} computed): the file is damaged. "
+                        "Re-copy or re-write it, or pass ignore_errors=True to skip the rest "
+                        "of a damaged file.",
+                        path,
+                        offset,
+                    )
+                yield offset, data
+                offset += 16 + length
+    except (gzip.BadGzipFile, zlib.error, EOFError) as err:
+        kind = {"GZIP": "gzip", "ZLIB": "zlib"}.get(compression, "")
+        raise CorruptRecordError(
+            f"{path}: cannot decompress the {kind} stream after byte offset {offset} of the "
+            f"uncompressed data ({type(err).__name__}: {err}). The file is truncated or "
+            "damaged, or it is not compressed that way: check compression_type ('' for "
+            "uncompressed files). Re-copy or re-write it, or pass ignore_errors=True.",
+            path,
+            offset,
+        ) from None
+
+
+def _truncated(path, offset, needed, got, compression) -> CorruptRecordError:
+    where = "of the uncompressed stream " if compression else ""
+    return CorruptRecordError(
+        f"{path}: truncated record at byte offset {offset} {where}: the record needs {needed} "
+        f"bytes but the file ends after {got}. The file was cut short (an interrupted copy, "
+        "or a writer that was never closed); re-copy or re-write it, or pass "
+        "ignore_errors=True to skip the rest of a damaged file.",
+        path,
+        offset,
+    )
+
+
+def tf_record_iterator(path, options=None) -> Iterator[bytes]:
+    """The records of one TFRecord file, in order (``tf.compat.v1.io.tf_record_iterator``).
+
+    Args:
+      path: the file.
+      options: a :class:`TFRecordOptions` or a compression type (``""``, ``"GZIP"``,
+        ``"ZLIB"``).
+
+    Raises:
+      CorruptRecordError: a truncated or corrupt record (names the file and offset).
+    """
+    compression = _compression(options)
+    for _, data in _records_of(str(path), compression):
+        yield data
+
+
+def list_files(file_pattern, shuffle: bool = False, seed: int | None = None) -> list[str]:
+    """The files matching one pattern or a list of patterns, as ``tf.data.Dataset.list_files``
+    (sorted; shuffled with ``shuffle``).
+
+    Args:
+      file_pattern: a glob pattern (``"data/train-*.tfrecord.gz"``), a path, or a list of
+        them.
+      shuffle: shuffle the file names (with ``seed``).
+      seed: the shuffle's seed.
+
+    Returns:
+      The matching paths, each once.
+
+    Raises:
+      ValueError: when nothing matches (TF's "No files matched pattern: ...").
+    """
+    patterns = [file_pattern] if isinstance(file_pattern, str | bytes) else list(file_pattern)
+    patterns = [p.decode() if isinstance(p, bytes) else str(p) for p in patterns]
+    if not patterns:
+        raise ValueError("file_pattern is empty: give a pattern or a list of paths.")
+    found: list[str] = []
+    for pattern in patterns:
+        matches = paths.glob(pattern)
+        if not matches:
+            raise ValueError(
+                f"No files matched pattern: {pattern}. Check the directory and the pattern "
+                "(glob syntax: *, ?, [...])."
+            )
+        found += matches
+    found = sorted(dict.fromkeys(found))
+    if shuffle:
+        random.Random(seed).shuffle(found)
+    return found
+
+
+def _shard(files: list[str], num_shards: int, index: int) -> tuple[list[str], int, int]:
+    """Files of shard ``index``, and the record sharding left to apply: by file when there
+    are at least as many files as shards (TF's ``AutoShardPolicy.FILE``), else every
+    ``num_shards``-th record (``DATA``)."""
+    if not 0 <= index < num_shards:
+        raise ValueError(
+            f"Shard index {index} is not in [0, {num_shards}): input_pipeline_id must be less "
+            "than num_input_pipelines."
+        )
+    if num_shards == 1:
+        return files, 1, 0
+    if len(files) >= num_shards:
+        return files[index::num_shards], 1, 0
+    return files, num_shards, index
+
+
+def read_records(
+    files: str | Sequence[str],
+    compression_type: str | None = None,
+    *,
+    cycle_length: int = 1,
+    block_length: int = 1,
+    num_shards: int = 1,
+    shard_index: int = 0,
+    ignore_errors: bool = False,
+    stats: ReadStats | None = None,
+) -> Iterator[bytes]:
+    """The records of TFRecord files: a file pattern, a path or a list of them.
+
+    Files are read ``cycle_length`` at a time, ``block_length`` records from each in turn
+    (``tf.data.Dataset.interleave`` of ``TFRecordDataset``s; ``cycle_length=1`` reads them
+    one after the other). With ``num_shards > 1`` only shard ``shard_index`` is read, as a
+    multi-host job's ``InputContext`` asks: every ``num_shards``-th file when there are at
+    least as many files as shards, else every ``num_shards``-th record
+    (``tf.data``'s ``AutoShardPolicy.AUTO``); the shards are disjoint and cover the files.
+
+    Args:
+      files: a glob pattern, a path, or a list of patterns/paths (see :func:`list_files`).
+      compression_type: ``""``/None, ``"GZIP"``, ``"ZLIB"`` or a :class:`TFRecordOptions`.
+      cycle_length: files read at once (interleaved).
+      block_length: records taken from a file before moving to the next.
+      num_shards: the number of input pipelines (``InputContext.num_input_pipelines``).
+      shard_index: this pipeline's index (``InputContext.input_pipeline_id``).
+      ignore_errors: skip the rest of a damaged file (logged, and counted in ``stats``)
+        instead of raising.
+      stats: a :class:`ReadStats` to fill (records read, files skipped).
+
+    Yields:
+      Each record's bytes.
+
+    Raises:
+      ValueError: nothing matches a pattern; bad arguments.
+      CorruptRecordError: a damaged file (without ``ignore_errors``).
+    """
+    compression = _compression(compression_type)
+    if cycle_length < 1 or block_length < 1:
+        raise ValueError(
+            f"cycle_length and block_length must be >= 1; got {cycle_length}, {block_length}."
+        )
+    names = list_files(files)
+    names, every, offset = _shard(names, int(num_shards), int(shard_index))
+    stats = ReadStats() if stats is None else stats
+
+    def one_file(path: str) -> Iterator[bytes]:
+        try:
+            for _, data in _records_of(path, compression):
+                yield data
+        except CorruptRecordError as err:
+            if not ignore_errors:
+                raise
+            stats.skipped.append((err.path, err.offset, str(err)))
+            logger.warning("Skipping the rest of %s from byte %d: %s", err.path, err.offset, err)
+
+    def interleaved() -> Iterator[bytes]:
+        pending = iter(names)
+        active = [one_file(p) for p in _take(pending, cycle_length)]
+        while active:
+            still = []
+            for reader in active:
+                for _ in range(block_length):
+                    try:
+                        yield next(reader)
+                    except StopIteration:
+                        replacement = next(pending, None)
+                        if replacement is not None:
+                            still.append(one_file(replacement))
+                        break
+                else:
+                    still.append(reader)
+            active = still
+
+    for i, record in enumerate(interleaved()):
+        if every == 1 or i % every == offset:
+            stats.records += 1
+            yield record
+
+
+def _take(iterator: Iterator, n: int) -> list:
+    out = []
+    for item in iterator:
+        out.append(item)
+        if len(out) == n:
+            break
+    return out
+
+
+class TFRecordWriter:
+    """Writes records to a TFRecord file (``tf.io.TFRecordWriter``).
+
+    The file is written under a temporary name beside ``path`` and renamed to ``path`` by
+    :meth:`close` (or the end of a ``with`` block): readers never see a partial file, and a
+    write that fails (or a ``with`` block that raises) leaves nothing at ``path``. (TF
+    writes in place.)
+
+    Args:
+      path: the file to write.
+      options: a :class:`TFRecordOptions` or a compression type (``""``, ``"GZIP"``,
+        ``"ZLIB"``).
+
+    Raises:
+      ValueError: a bad compression type, or a URL whose protocol is not available.
+    """
+
+    def __init__(self, path, options=None) -> None:
+        self.path = str(path)
+        opts = options if isinstance(options, TFRecordOptions) else TFRecordOptions(options)
+        self._compression = opts.compression_type
+        level = 6 if opts.compression_level is None else int(opts.compression_level)
+        self._context = paths.atomic_write(self.path)
+        self._raw = self._context.__enter__()
+        if self._compression == "GZIP":
+            self._out: IO[bytes] = gzip.GzipFile(
+                fileobj=self._raw, mode="wb", compresslevel=level, mtime=0
+            )
+        elif self._compression == "ZLIB":
+            self._deflate = zlib.compressobj(level)
+            self._out = self._raw
+        else:
+            self._out = self._raw
+        self._closed = False
+
+    def write(self, record: bytes) -> None:
+        """Appends one record (``bytes``).
+
+        Raises:
+          TypeError: ``record`` is not bytes.
+          ValueError: the writer is closed.
+        """
+        if self._closed:
+            raise ValueError(f"{self.path}: write() on a closed TFRecordWriter.")
+        if isinstance(record, str):
+            raise TypeError(
+                "TFRecordWriter.write takes bytes; got str. Write "
+                "example.SerializeToString() (or text.encode())."
+            )
+        data = bytes(record)
+        length = struct.pack("<Q", len(data))
+        frame = b"".join(
+            (
+                length,
+                _CRC.pack(masked_crc32c(length)),
+                data,
+                _CRC.pack(masked_crc32c(data)),
+            )
+        )
+        if self._compression == "ZLIB":
+            frame = self._deflate.compress(frame)
+        self._out.write(frame)
+
+    def flush(self) -> None:
+        """Flushes buffered data to the temporary file (the file appears at ``close``)."""
+        self._out.flush()
+
+    def close(self) -> None:
+        """Finishes the file and moves it to ``path``."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._compression == "GZIP":
+            self._out.close()
+        elif self._compression == "ZLIB":
+            self._raw.write(self._deflate.flush())
+        self._context.__exit__(None, None, None)
+
+    def _abort(self, exc: BaseException) -> None:
+        self._closed = True
+        try:
+            if self._compression == "GZIP":
+                self._out.close()
+        finally:
+            self._context.__exit__(type(exc), exc, exc.__traceback__)
+
+    def __enter__(self) -> TFRecordWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None:
+            self.close()
+        elif not self._closed:
+            try:
+                self._abort(exc)
+            except BaseException as again:
+                if again is not exc:
+                    raise
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            logger.warning(
+                "TFRecordWriter for %s was never closed: nothing was written there. Call "
+                "close() or use it in a with block.",
+                self.path,
+            )
+            try:
+                self._abort(RuntimeError("not closed"))
+            except BaseException:  # noqa: S110 (best effort in a finalizer)
+                pass
+
+
+def write_records(path, records: Iterable[bytes], options=None) -> int:
+    """Writes ``records`` to a TFRecord file at ``path`` (atomically); returns the count."""
+    n = 0
+    with TFRecordWriter(path, options) as writer:
+        for record in records:
+            writer.write(record)
+            n += 1
+    return n
