@@ -22,7 +22,8 @@ import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.path.join(ROOT, "estimator", "serve", "_descriptors.py")
-PROVIDED: tuple[str, ...] = ()  # files that estimator.io's pool already holds
+# Files that estimator.io's pool already holds (estimator/io/_schema.py).
+PROVIDED = ("tensorflow/core/example/feature.proto", "tensorflow/core/example/example.proto")
 
 HEADER = '''\
 """TF Serving's gRPC schema (and the TF messages it uses), compiled by protoc: generated data.

@@ -312,8 +312,11 @@ BAD = [
      r"^Expected classification signature method_name to be tensorflow/serving/classify\. "
      r"Was: tensorflow/serving/regress$"),
     ("no examples", "Regress", None, "INVALID_ARGUMENT", r"^Input is empty\.$"),
-    ("string for a float feature", "Regress", None, "INVALID_ARGUMENT",
-     r"Input 'age' must be float32, got values of type bytes"),
+    ("string for a float feature", "Regress", None, "INVALID_ARGUMENT",  # TF's message:
+     r"Key: age, Index: 0\.  Data types don't match\. Data type: string but expected type: "
+     r"float"),
+    ("missing required feature", "Regress", None, "INVALID_ARGUMENT",
+     r"Feature: hours_per_week \(data type: float\) is required but could not be found"),
     ("metadata without a field", "GetModelMetadata", None, "INVALID_ARGUMENT",
      r"^GetModelMetadataRequest must specify at least one metadata_field$"),
     ("status of an unknown version", "GetModelStatus", None, "NOT_FOUND",
@@ -339,12 +342,15 @@ def _bad_request(case_id: str, request):
         if case_id.startswith("classify"):
             example = request.input.example_list.examples.add()
             example.features.feature["age"].float_list.value.append(30.0)
-    elif case_id == "string for a float feature":
+    elif case_id in ("string for a float feature", "missing required feature"):
         request = messages.RegressionRequest()
         request.model_spec.name = "regressor"
         example = request.input.example_list.examples.add()
-        example.features.feature["age"].bytes_list.value.append(b"old")
-        example.features.feature["hours_per_week"].float_list.value.append(40.0)
+        if case_id.startswith("string"):
+            example.features.feature["age"].bytes_list.value.append(b"old")
+            example.features.feature["hours_per_week"].float_list.value.append(40.0)
+        else:
+            example.features.feature["age"].float_list.value.append(40.0)
     elif case_id == "metadata without a field":
         request = messages.GetModelMetadataRequest()
         request.model_spec.name = "regressor"

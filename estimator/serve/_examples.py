@@ -1,72 +1,58 @@
-"""``tf.Example`` messages -> a signature's input columns (for Classify, Regress and
-MultiInference).
+"""Serialized ``tf.Example``s -> a signature's input columns (Classify, Regress and
+MultiInference), parsed by ``estimator.io.parse_example`` (``tf.io.parse_example``'s rules
+and messages).
 
-An export made with a parsing receiver records its feature spec; each example's features
-are read with it (a ``FixedLenFeature`` missing from an example takes its default, a
-``VarLenFeature`` keeps its list), and the signature's own checks name any bad value. A
-signature without a feature spec (a raw receiver) takes each input from the feature of the
-same name, one value per example, reshaped to the input's shape without the batch dimension.
+An export made with a parsing receiver records its feature spec, and the examples are parsed
+with it: a ``FixedLenFeature`` missing from an example takes its default (or is refused with
+TF's message when it has none), a ``VarLenFeature`` keeps each example's list (the signature
+pads them as it pads REST's lists). A signature without a feature spec (a raw receiver)
+takes each input from the feature of the same name: a ``FixedLenFeature`` of the input's
+shape without the batch dimension (a ``VarLenFeature`` where that shape is not known), of
+the tf.Example value type its dtype is read from (``float_list`` for floats,
+``int64_list`` for integers, ``bytes_list`` for strings).
 """
 
 import numpy as np
 
-
-def _values(feature) -> list:
-    kind = feature.WhichOneof("kind")
-    return [] if kind is None else list(getattr(feature, kind).value)
+from estimator import io
 
 
-def columns(signature, examples: list) -> dict:
-    """The columns ``signature(**columns)`` takes for a batch of ``tf.Example`` messages.
+def _raw_spec(signature) -> dict:
+    spec = {}
+    for name, entry in signature.inputs.items():
+        kind = entry["dtype"]
+        dtype = object if kind == "string" else np.float32 if "float" in kind else np.int64
+        shape = entry["shape"][1:]
+        known = all(isinstance(d, int) for d in shape)
+        spec[name] = io.FixedLenFeature(shape, dtype) if known else io.VarLenFeature(dtype)
+    return spec
+
+
+def _rows(value: io.SparseValue) -> list:
+    """A 2-D ``SparseValue`` -> one list of values per example."""
+    rows = [[] for _ in range(int(value.dense_shape[0]))]
+    for (row, _), item in zip(value.indices.tolist(), value.values.tolist(), strict=True):
+        rows[row].append(item)
+    return rows
+
+
+def columns(signature, serialized: list[bytes]) -> dict:
+    """The columns ``signature(**columns)`` takes for a batch of serialized ``tf.Example``s.
 
     Args:
       signature: an ``estimator.export.Signature``.
-      examples: ``tensorflow.Example`` messages, one per row.
+      serialized: one serialized ``tensorflow.Example`` per row.
 
     Returns:
-      ``{input name: [one value (or list of values) per example]}``; ``None`` where an example
-      lacks a feature (the signature applies the feature spec's default or refuses it).
+      ``{input name: [batch, ...] array, or one list of values per example}``.
 
     Raises:
-      ValueError: for a signature input that no spec and no example provides.
+      ValueError: ``parse_example``'s (a feature of the wrong type or length, a required
+        feature missing; TF's messages with the example's index and the key).
     """
-    spec = getattr(signature, "_parse_spec", None)
-    names = sorted(spec) if spec is not None else sorted(signature.inputs)
-    result: dict = {name: [] for name in names}
-    for example in examples:
-        features = example.features.feature
-        for name in names:
-            if name not in features:
-                result[name].append(None)
-                continue
-            values = _values(features[name])
-            shape = _example_shape(signature, spec, name)
-            if shape is None:  # VarLenFeature: every value of the example
-                result[name].append(values)
-            elif shape == ():
-                result[name].append(values[0] if len(values) == 1 else values)
-            else:
-                result[name].append(_reshape(values, shape))
-    if spec is None:
-        missing = [n for n, column in result.items() if all(v is None for v in column)]
-        if missing:
-            raise ValueError(
-                f"The examples have no feature {missing}: signature {signature.name!r} "
-                f"takes {sorted(signature.inputs)} (one feature per input)."
-            )
-    return {name: column for name, column in result.items() if any(v is not None for v in column)}
-
-
-def _example_shape(signature, spec, name: str):
-    if spec is not None:
-        feature = spec[name]
-        return tuple(feature.shape) if hasattr(feature, "shape") else None
-    shape = signature.inputs[name]["shape"][1:]
-    return tuple(shape) if all(isinstance(d, int) for d in shape) else None
-
-
-def _reshape(values: list, shape: tuple):
-    count = int(np.prod(shape))
-    if len(values) != count:
-        return values  # the signature's shape check names the input and the sizes
-    return np.asarray(values, dtype=object).reshape(shape).tolist()
+    spec = getattr(signature, "_parse_spec", None) or _raw_spec(signature)
+    parsed = io.parse_example(serialized, spec)
+    return {
+        name: _rows(value) if isinstance(value, io.SparseValue) else value
+        for name, value in parsed.items()
+    }

@@ -11,8 +11,9 @@ message type, not a bare INTERNAL) and run in a worker thread or through the sha
 :class:`~estimator.serve._batching.Batcher`; the event loop never runs a model.
 
 Where this server differs from TF Serving (because an export is not a TF graph):
-``Classify``/``Regress`` parse the ``tf.Example``s with the export's feature spec and call
-the signature with the features (TF feeds the serialized examples to a single string input);
+``Classify``/``Regress`` parse the ``tf.Example``s with the export's feature spec
+(``estimator.io.parse_example``) and call the signature with the features (TF feeds the
+serialized examples to the signature's single string input);
 dtypes of ``Predict`` inputs must equal the signature's (TF's session would reject them
 too, with a different message).
 """
@@ -176,7 +177,7 @@ class Servicer:
             )
         return signature
 
-    async def _examples_call(self, signature, examples: list) -> tuple[int, dict]:
+    async def _examples_call(self, signature, examples: list[bytes]) -> tuple[int, dict]:
         try:
             columns = _examples.columns(signature, examples)
         except ValueError as err:
@@ -334,19 +335,17 @@ def _input(signature, alias: str, tensor) -> np.ndarray:
     return array
 
 
-def _input_examples(message) -> list:
-    """``tensorflow.serving.Input`` -> ``tf.Example`` messages (util.cc's
-    ``InputToSerializedExampleTensor``: each example is parsed after its context, so its own
-    features win)."""
+def _input_examples(message) -> list[bytes]:
+    """``tensorflow.serving.Input`` -> serialized ``tf.Example``s (util.cc's
+    ``InputToSerializedExampleTensor``: with a context, each example's bytes follow the
+    context's, so when both hold a feature the example's own wins)."""
     kind = message.WhichOneof("kind")
     if kind == "example_list":
-        examples = list(message.example_list.examples)
+        examples = [e.SerializeToString() for e in message.example_list.examples]
     elif kind == "example_list_with_context":
         listed = message.example_list_with_context
         context = listed.context.SerializeToString()
-        examples = [
-            messages.Example.FromString(context + e.SerializeToString()) for e in listed.examples
-        ]
+        examples = [context + e.SerializeToString() for e in listed.examples]
     else:
         examples = []
     if not examples:

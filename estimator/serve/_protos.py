@@ -2,11 +2,12 @@
 
 The descriptors in ``_descriptors.py`` were compiled by protoc from TF Serving's and TF's
 ``.proto`` files (``tests/gen_serving_descriptors.py`` takes them from the
-``tensorflow-serving-api`` wheel; a test checks they are equal). They are added to a
-private ``DescriptorPool``, not protobuf's default pool, so a process that also imports
-TensorFlow (or ``tensorflow-serving-api``) holds both without a clash: the full names are
-TF Serving's (``tensorflow.serving.PredictRequest``), so the wire format, the gRPC method
-paths and ``google.protobuf.Any`` type URLs are TF Serving's too.
+``tensorflow-serving-api`` wheel; a test checks they are equal). They join
+``estimator.io``'s private ``DescriptorPool`` (which holds ``example.proto`` and
+``feature.proto``), not protobuf's default pool, so a process that also imports TensorFlow
+(or ``tensorflow-serving-api``) holds both without a clash: the full names are TF
+Serving's (``tensorflow.serving.PredictRequest``), so the wire format, the gRPC method paths
+and ``google.protobuf.Any`` type URLs are TF Serving's too.
 
 Usage::
 
@@ -21,6 +22,7 @@ from types import SimpleNamespace
 
 from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory, wrappers_pb2
 
+from estimator.io import protos as io_protos
 from estimator.serve import _descriptors
 
 PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
@@ -65,18 +67,18 @@ _MESSAGES = (
 
 @functools.cache
 def pool() -> descriptor_pool.DescriptorPool:
-    """The private pool holding protobuf's well-known types and TF Serving's files."""
+    """``estimator.io``'s private pool, with protobuf's ``any.proto`` and ``wrappers.proto``
+    and TF Serving's files added (once)."""
     files = descriptor_pb2.FileDescriptorSet.FromString(
         zlib.decompress(base64.b64decode("".join(_descriptors.FILES)))
     )
-    result = descriptor_pool.DescriptorPool()
+    well_known = []
     for module in (any_pb2, wrappers_pb2):
         proto = descriptor_pb2.FileDescriptorProto()
         module.DESCRIPTOR.CopyToProto(proto)
-        result.AddSerializedFile(proto.SerializeToString())
-    for proto in files.file:
-        result.AddSerializedFile(proto.SerializeToString())
-    return result
+        well_known.append(proto)
+    io_protos.add_files([*well_known, *files.file])
+    return io_protos.pool()
 
 
 @functools.cache
