@@ -42,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--enable_batching", action="store_true")
     parser.add_argument("--max_batch_size", type=int, default=32)
     parser.add_argument("--batch_timeout_micros", type=int, default=1000)
+    parser.add_argument(
+        "--num_batch_threads",
+        type=int,
+        default=None,
+        help="merged calls run at once with --enable_batching (default: the CPU count)",
+    )
     return parser
 
 
@@ -78,7 +84,11 @@ def _watchers(args, parser) -> dict[str, ModelWatcher]:
 
 
 async def _serve(args, watchers: dict[str, ModelWatcher]) -> None:
-    run = runner(args.max_batch_size if args.enable_batching else None, args.batch_timeout_micros)
+    run = runner(
+        args.max_batch_size if args.enable_batching else None,
+        args.batch_timeout_micros,
+        args.num_batch_threads,
+    )
     server = await start_server(
         Servicer(watchers, run), args.host, args.port, args.max_request_bytes
     )

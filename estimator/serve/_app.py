@@ -163,13 +163,19 @@ def _call(signature, columns: dict) -> dict:
         raise ServingError(400, str(err)) from None
 
 
-def runner(max_batch_size: int | None = None, batch_timeout_micros: int = 1000):
+def runner(
+    max_batch_size: int | None = None,
+    batch_timeout_micros: int = 1000,
+    num_batch_threads: int | None = None,
+):
     """``async run(signature, columns) -> outputs``: a worker thread per call, or the
     :class:`Batcher` when ``max_batch_size`` is set (shared by the REST and gRPC APIs, so
     their concurrent requests merge into the same calls). Bad input raises
     :class:`ServingError` (400)."""
     batcher = (
-        None if max_batch_size is None else Batcher(_call, max_batch_size, batch_timeout_micros)
+        None
+        if max_batch_size is None
+        else Batcher(_call, max_batch_size, batch_timeout_micros, num_batch_threads)
     )
 
     async def run(signature, columns: dict) -> dict:

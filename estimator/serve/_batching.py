@@ -1,6 +1,7 @@
 """Server-side batching of concurrent requests (TF Serving's ``--enable_batching``)."""
 
 import asyncio
+import os
 
 import numpy as np
 from starlette.concurrency import run_in_threadpool
@@ -9,8 +10,11 @@ from starlette.concurrency import run_in_threadpool
 class Batcher:
     """Merges concurrent calls of one signature into one call of up to ``max_batch_size`` rows.
 
-    A call waits at most ``batch_timeout_micros`` for others to join it (TF Serving's
-    ``max_batch_size`` and ``batch_timeout_micros`` batching parameters). A merged batch is
+    A call waits ``batch_timeout_micros`` for others to join it (TF Serving's
+    ``max_batch_size`` and ``batch_timeout_micros`` batching parameters); at most
+    ``num_batch_threads`` merged calls run at once (TF Serving's ``num_batch_threads``), and
+    a batch whose timeout has passed keeps taking requests until a thread is free or it is
+    full, so under load batches grow instead of queueing as many small calls. A merged batch is
     padded to a power of two so the model compiles for a handful of batch sizes only. Inputs
     are lists of rows (REST) or arrays with a batch dimension (gRPC); calls whose inputs have
     different names or kinds, or are neither, run on their own. If a
@@ -21,12 +25,21 @@ class Batcher:
       call: ``call(signature, columns) -> {output: np.ndarray}`` (blocking).
       max_batch_size: rows per merged call.
       batch_timeout_micros: how long the first call of a batch waits for more.
+      num_batch_threads: how many merged calls may run at once (default: the CPU count).
     """
 
-    def __init__(self, call, max_batch_size: int = 32, batch_timeout_micros: int = 1000) -> None:
+    def __init__(
+        self,
+        call,
+        max_batch_size: int = 32,
+        batch_timeout_micros: int = 1000,
+        num_batch_threads: int | None = None,
+    ) -> None:
         self._call = call
         self.max_batch_size = max_batch_size
         self.timeout = batch_timeout_micros / 1e6
+        self.num_batch_threads = num_batch_threads or os.cpu_count() or 1
+        self._slots = asyncio.Semaphore(self.num_batch_threads)
         self._queues: dict = {}
 
     async def __call__(self, signature, columns: dict) -> dict:
@@ -53,11 +66,16 @@ class Batcher:
 
     async def _run(self, key, signature) -> None:
         await asyncio.sleep(self.timeout)
-        pending = self._queues.pop(key, None)
-        if pending:
-            await self._flush(signature, pending)
+        async with self._slots:  # the batch stays open while every thread is busy
+            pending = self._queues.pop(key, None)
+            if pending:
+                await self._merged(signature, pending)
 
     async def _flush(self, signature, pending: list) -> None:
+        async with self._slots:
+            await self._merged(signature, pending)
+
+    async def _merged(self, signature, pending: list) -> None:
         if len(pending) == 1:
             jobs = pending
         else:
@@ -72,14 +90,21 @@ class Batcher:
             else:
                 start = 0
                 for _, rows, future in pending:
-                    future.set_result({k: v[start : start + rows] for k, v in outputs.items()})
+                    if not future.done():  # a cancelled request (its client went away)
+                        future.set_result({k: v[start : start + rows] for k, v in outputs.items()})
                     start += rows
                 return
         for columns, _, future in jobs:
+            if future.done():
+                continue
             try:
-                future.set_result(await run_in_threadpool(self._call, signature, columns))
+                result = await run_in_threadpool(self._call, signature, columns)
             except Exception as err:
-                future.set_exception(err)
+                if not future.done():
+                    future.set_exception(err)
+            else:
+                if not future.done():
+                    future.set_result(result)
 
 
 def _merge(parts: list, padding: int):

@@ -10,11 +10,21 @@ takes each input from the feature of the same name: a ``FixedLenFeature`` of the
 shape without the batch dimension (a ``VarLenFeature`` where that shape is not known), of
 the tf.Example value type its dtype is read from (``float_list`` for floats,
 ``int64_list`` for integers, ``bytes_list`` for strings).
+
+Speed: ``parse_example``'s batch reader costs about a millisecond per call whatever the
+batch, more than the model itself for a one-row request. The examples arrive already
+decoded (the request message holds them), so :func:`columns` reads them directly when
+every feature is of the spec's kind and size (``FixedLenFeature``/``VarLenFeature``
+specs), which gives what ``parse_example`` gives; anything else (a wrong type or length, a
+missing required feature, other specs) goes through ``parse_example``, for its results and
+TF's error messages.
 """
 
 import numpy as np
 
 from estimator import io
+
+_KIND = {"O": "bytes_list", "f": "float_list", "i": "int64_list"}
 
 
 def _raw_spec(signature) -> dict:
@@ -36,12 +46,54 @@ def _rows(value: io.SparseValue) -> list:
     return rows
 
 
-def columns(signature, serialized: list[bytes]) -> dict:
-    """The columns ``signature(**columns)`` takes for a batch of serialized ``tf.Example``s.
+def _direct(spec: dict, examples: list) -> dict | None:
+    """The columns read from decoded ``tf.Example`` messages, or ``None`` when some feature
+    needs ``parse_example`` (a wrong kind or size, a missing required feature)."""
+    out: dict = {}
+    for name, feature in spec.items():
+        fixed = isinstance(feature, io.FixedLenFeature)
+        if not fixed and not isinstance(feature, io.VarLenFeature):
+            return None
+        kind = _KIND.get(np.dtype(feature.dtype).kind)
+        size = int(np.prod(feature.shape)) if fixed else None
+        values = []
+        for example in examples:
+            entries = example.features.feature
+            if name not in entries:
+                if fixed and feature.default_value is None:
+                    return None
+                values.append(None)
+                continue
+            entry = entries[name]
+            if entry.WhichOneof("kind") != kind:
+                return None
+            listed = list(getattr(entry, kind).value)
+            if fixed and len(listed) != size:
+                return None
+            values.append(listed)
+        if fixed:
+            dtype = object if kind == "bytes_list" else np.dtype(feature.dtype)
+            default = None
+            if any(v is None for v in values):
+                default = np.broadcast_to(np.asarray(feature.default_value, dtype), feature.shape)
+            rows = [
+                np.asarray(v, dtype).reshape(feature.shape) if v is not None else default
+                for v in values
+            ]
+            out[name] = np.stack(rows) if rows else np.zeros((0, *feature.shape), dtype)
+        else:
+            out[name] = [v if v is not None else [] for v in values]
+    return out
+
+
+def columns(signature, examples: list, serialized: list[bytes] | None = None) -> dict:
+    """The columns ``signature(**columns)`` takes for a batch of ``tf.Example``s.
 
     Args:
       signature: an ``estimator.export.Signature``.
-      serialized: one serialized ``tensorflow.Example`` per row.
+      examples: decoded ``tensorflow.Example`` messages, one per row.
+      serialized: the same examples serialized, if at hand (else serialized here when
+        ``parse_example`` is needed).
 
     Returns:
       ``{input name: [batch, ...] array, or one list of values per example}``.
@@ -51,6 +103,11 @@ def columns(signature, serialized: list[bytes]) -> dict:
         feature missing; TF's messages with the example's index and the key).
     """
     spec = getattr(signature, "_parse_spec", None) or _raw_spec(signature)
+    direct = _direct(spec, examples)
+    if direct is not None:
+        return direct
+    if serialized is None:
+        serialized = [e.SerializeToString() for e in examples]
     parsed = io.parse_example(serialized, spec)
     return {
         name: _rows(value) if isinstance(value, io.SparseValue) else value

@@ -177,7 +177,7 @@ class Servicer:
             )
         return signature
 
-    async def _examples_call(self, signature, examples: list[bytes]) -> tuple[int, dict]:
+    async def _examples_call(self, signature, examples: list) -> tuple[int, dict]:
         try:
             columns = _examples.columns(signature, examples)
         except ValueError as err:
@@ -335,17 +335,19 @@ def _input(signature, alias: str, tensor) -> np.ndarray:
     return array
 
 
-def _input_examples(message) -> list[bytes]:
-    """``tensorflow.serving.Input`` -> serialized ``tf.Example``s (util.cc's
-    ``InputToSerializedExampleTensor``: with a context, each example's bytes follow the
-    context's, so when both hold a feature the example's own wins)."""
+def _input_examples(message) -> list:
+    """``tensorflow.serving.Input`` -> ``tf.Example`` messages (util.cc's
+    ``InputToSerializedExampleTensor``: with a context, each example is read from its bytes
+    after the context's, so when both hold a feature the example's own wins)."""
     kind = message.WhichOneof("kind")
     if kind == "example_list":
-        examples = [e.SerializeToString() for e in message.example_list.examples]
+        examples = list(message.example_list.examples)
     elif kind == "example_list_with_context":
         listed = message.example_list_with_context
         context = listed.context.SerializeToString()
-        examples = [context + e.SerializeToString() for e in listed.examples]
+        examples = [
+            messages.Example.FromString(context + e.SerializeToString()) for e in listed.examples
+        ]
     else:
         examples = []
     if not examples:
