@@ -108,8 +108,13 @@ def columns(signature, examples: list, serialized: list[bytes] | None = None) ->
         return direct
     if serialized is None:
         serialized = [e.SerializeToString() for e in examples]
-    parsed = io.parse_example(serialized, spec)
+    return parsed(spec, serialized)
+
+
+def parsed(spec: dict, serialized: list[bytes]) -> dict:
+    """The columns ``parse_example`` gives (``VarLenFeature``s as lists per example)."""
+    values = io.parse_example(serialized, spec)
     return {
         name: _rows(value) if isinstance(value, io.SparseValue) else value
-        for name, value in parsed.items()
+        for name, value in values.items()
     }
