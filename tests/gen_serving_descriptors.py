@@ -1,13 +1,13 @@
 """Writes ``estimator/serve/_descriptors.py``: TF Serving's gRPC schema, compiled, as data.
 
-Run as ``python tests/gen_serving_descriptors.py`` in a venv with ``tensorflow`` (>= 2.21) and
-``tensorflow-serving-api`` installed (``pip install --no-deps tensorflow-serving-api`` beside
-``tensorflow-cpu``). It imports TF Serving's generated modules (``prediction_service_pb2``,
-``model_service_pb2``), whose descriptors protoc compiled from TF Serving's and TF's
-``.proto`` files, walks their imports, and writes every file of that closure except
-protobuf's own well-known types (the ``protobuf`` package ships those) and the files
-``estimator.io`` already adds to the shared pool (``PROVIDED``), as one ``FileDescriptorSet``
-in dependency order, zlib-compressed and base64-encoded. The model server adds these files to
+Run as ``python tests/gen_serving_descriptors.py`` in a venv with ``tensorflow`` (>= 2.21)
+and ``tensorflow-serving-api`` installed (the ``test`` extra installs both). It imports TF
+Serving's generated modules (``prediction_service_pb2``, ``model_service_pb2``), whose
+descriptors protoc compiled from TF Serving's and TF's ``.proto`` files, walks their
+imports, and writes every file of that closure except protobuf's own well-known types (the
+``protobuf`` package ships those) and the files ``estimator.io`` already adds to the shared
+pool (``PROVIDED``), as one ``FileDescriptorSet`` in dependency order, zlib-compressed and
+base64-encoded. The model server adds these files to
 a private ``DescriptorPool`` and never imports TensorFlow.
 
 ``tests/test_serve_grpc_protos.py`` regenerates the set in process and checks that the

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -78,7 +79,7 @@ def setup(tmp_path_factory):
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVER, "--model_config_file", config, "--port", str(port),
          "--rest_api_port", str(rest_port), "--host", "127.0.0.1",
-         "--file_system_poll_wait_seconds", "0", "--max_request_bytes", str(LIMIT)],
+         "--file_system_poll_wait_seconds", "0.2", "--max_request_bytes", str(LIMIT)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -425,6 +426,32 @@ def test_reading_decoded_examples_equals_parse_example(setup, name):
             assert got[key].tolist() == want[key].tolist()
         else:
             np.testing.assert_array_equal(got[key], want[key])
+
+
+def test_a_new_version_reaches_both_apis_without_failing_requests(setup):
+    export = setup["exports"]["regressor"]
+    old = int(os.path.basename(export))
+    new = old + 1
+    shutil.copytree(export, os.path.join(os.path.dirname(export), str(new)))
+    status = messages.GetModelStatusRequest()
+    status.model_spec.name = "regressor"
+    deadline = time.monotonic() + 60
+    while True:
+        response = messages.PredictResponse.FromString(_call(setup, "Predict", _predict()))
+        served = messages.GetModelStatusResponse.FromString(
+            _call(setup, "GetModelStatus", status, "ModelService")
+        ).model_version_status[0]
+        if served.version == new:
+            break
+        assert response.model_spec.version.value == old
+        assert time.monotonic() < deadline, "the new version was not picked up"
+        time.sleep(0.1)
+    response = messages.PredictResponse.FromString(_call(setup, "Predict", _predict()))
+    assert response.model_spec.version.value == new
+    rest = setup["rest"].get("/v1/models/regressor").json()
+    assert rest["model_version_status"][0]["version"] == str(new)
+    code, details = _error(setup, "Predict", _predict(version=old))
+    assert code.name == "NOT_FOUND" and f"Specific(regressor, {old})" in details
 
 
 def test_server_never_imported_tensorflow_and_sigterm_exits_cleanly(setup):

@@ -115,6 +115,15 @@ async def _serve(args, watchers: dict[str, ModelWatcher]) -> None:
         await server.stop(args.graceful_shutdown_seconds)
 
 
+def _loop_factory():
+    """uvloop's event loop where it is installed (as uvicorn picks it), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 def main(argv=None) -> None:
     """Parses TF Serving-style flags and serves until SIGINT/SIGTERM.
 
@@ -126,7 +135,8 @@ def main(argv=None) -> None:
     watchers = _watchers(args, parser)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        asyncio.run(_serve(args, watchers))
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner_:
+            runner_.run(_serve(args, watchers))
     finally:
         for watcher in watchers.values():
             watcher.close()

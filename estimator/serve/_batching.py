@@ -51,10 +51,11 @@ class Batcher:
         future = asyncio.get_running_loop().create_future()
         pending = self._queues.get(key)
         if pending is None:
-            pending = self._queues[key] = []
+            pending = self._queues[key] = _Pending()
             asyncio.get_running_loop().create_task(self._run(key, signature))
         pending.append((columns, rows, future))
-        if sum(r for _, r, _ in pending) >= self.max_batch_size:
+        pending.rows += rows
+        if pending.rows >= self.max_batch_size:
             self._queues.pop(key, None)
             asyncio.get_running_loop().create_task(self._flush(signature, pending))
         return await future
@@ -105,6 +106,12 @@ class Batcher:
             else:
                 if not future.done():
                     future.set_result(result)
+
+
+class _Pending(list):
+    """The ``(columns, rows, future)`` of an open batch, and its row count."""
+
+    rows = 0
 
 
 def _merge(parts: list, padding: int):

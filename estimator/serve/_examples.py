@@ -20,6 +20,8 @@ missing required feature, other specs) goes through ``parse_example``, for its r
 TF's error messages.
 """
 
+import functools
+
 import numpy as np
 
 from estimator import io
@@ -46,43 +48,65 @@ def _rows(value: io.SparseValue) -> list:
     return rows
 
 
-def _direct(spec: dict, examples: list) -> dict | None:
-    """The columns read from decoded ``tf.Example`` messages, or ``None`` when some feature
-    needs ``parse_example`` (a wrong kind or size, a missing required feature)."""
-    out: dict = {}
-    for name, feature in spec.items():
+@functools.lru_cache(maxsize=64)
+def _plan(spec_items: tuple) -> tuple | None:
+    """Per feature: ``(name, fixed, list field, values per example, shape, dtype, default)``;
+    ``None`` if a spec is neither ``FixedLenFeature`` nor ``VarLenFeature``."""
+    plan = []
+    for name, feature in spec_items:
         fixed = isinstance(feature, io.FixedLenFeature)
         if not fixed and not isinstance(feature, io.VarLenFeature):
             return None
         kind = _KIND.get(np.dtype(feature.dtype).kind)
-        size = int(np.prod(feature.shape)) if fixed else None
+        dtype = object if kind == "bytes_list" else np.dtype(feature.dtype)
+        shape = tuple(feature.shape) if fixed else None
+        size = int(np.prod(shape, dtype=np.int64)) if fixed else None
+        default = None
+        if fixed and feature.default_value is not None:
+            default = np.broadcast_to(np.asarray(feature.default_value, dtype), shape).ravel()
+            default = default.tolist()
+        plan.append((name, fixed, kind, size, shape, dtype, default))
+    return tuple(plan)
+
+
+def _direct(spec: dict, examples: list) -> dict | None:
+    """The columns read from decoded ``tf.Example`` messages, or ``None`` when some feature
+    needs ``parse_example`` (a wrong kind or size, a missing required feature)."""
+    plan = _plan(tuple(spec.items()))
+    if plan is None:
+        return None
+    maps = [example.features.feature for example in examples]
+    out: dict = {}
+    for name, fixed, kind, size, shape, dtype, default in plan:
         values = []
-        for example in examples:
-            entries = example.features.feature
+        for entries in maps:
             if name not in entries:
-                if fixed and feature.default_value is None:
+                if fixed and default is None:
                     return None
-                values.append(None)
+                if fixed:
+                    values.extend(default)
+                else:
+                    values.append([])
                 continue
             entry = entries[name]
             if entry.WhichOneof("kind") != kind:
                 return None
-            listed = list(getattr(entry, kind).value)
-            if fixed and len(listed) != size:
-                return None
-            values.append(listed)
+            listed = getattr(entry, kind).value
+            if fixed:
+                if len(listed) != size:
+                    return None
+                values.extend(listed)
+            else:
+                values.append(list(listed))
         if fixed:
-            dtype = object if kind == "bytes_list" else np.dtype(feature.dtype)
-            default = None
-            if any(v is None for v in values):
-                default = np.broadcast_to(np.asarray(feature.default_value, dtype), feature.shape)
-            rows = [
-                np.asarray(v, dtype).reshape(feature.shape) if v is not None else default
-                for v in values
-            ]
-            out[name] = np.stack(rows) if rows else np.zeros((0, *feature.shape), dtype)
+            flat = np.empty(len(values), dtype) if dtype is object else None
+            if flat is not None:
+                flat[:] = values
+            else:
+                flat = np.asarray(values, dtype)
+            out[name] = flat.reshape((len(maps), *shape))
         else:
-            out[name] = [v if v is not None else [] for v in values]
+            out[name] = values
     return out
 
 

@@ -20,6 +20,7 @@ too, with a different message).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 import grpc
@@ -43,6 +44,7 @@ PREDICT = "tensorflow/serving/predict"
 CLASSIFY = "tensorflow/serving/classify"
 REGRESS = "tensorflow/serving/regress"
 _CODE = grpc.StatusCode
+_LOG = logging.getLogger(__name__)
 
 
 class GrpcError(Exception):
@@ -412,7 +414,11 @@ def handlers(servicer: Servicer) -> list:
             try:
                 return await method(data, context)
             except GrpcError as err:
-                await context.abort(err.code, err.message)
+                code, message = err.code, err.message
+            except Exception as err:  # a failure inside the model: logged, INTERNAL
+                _LOG.exception("%s failed", method.__name__)
+                code, message = _CODE.INTERNAL, f"{type(err).__name__}: {err}"
+            await context.abort(code, message)
 
         return grpc.unary_unary_rpc_method_handler(handle)
 
