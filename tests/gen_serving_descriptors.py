@@ -10,7 +10,7 @@ pool (``PROVIDED``), as one ``FileDescriptorSet`` in dependency order, zlib-comp
 base64-encoded. The model server adds these files to
 a private ``DescriptorPool`` and never imports TensorFlow.
 
-``tests/test_serve_grpc_protos.py`` regenerates the set in process and checks that the
+``tests/test_serve_grpc_protos.py`` regenerates the set in a subprocess and checks that the
 committed module equals it, so the server's schema is TF Serving's to the byte.
 """
 
