@@ -7,8 +7,8 @@ with the parsing receiver and served by ``python -m estimator.serve`` in a subpr
 ``--enable_batching`` (``--max_batch_size 64 --batch_timeout_micros 1000``). For 1, 8 and 64
 concurrent clients and 1 and 32 adult.test rows per request, every client sends requests back
 to back on its own connection for ``--seconds`` (closed loop), after 1 s each of 1, 8, 64
-and again 64 clients as warm-up (which compiles the batch sizes they bring): REST ``POST /v1/models/census:classify``
-(``{"examples": [...]}``, 16 different bodies in turn), gRPC
+and again 64 clients as warm-up (which compiles the batch sizes they bring): REST
+``POST /v1/models/census:classify`` (``{"examples": [...]}``, 16 different bodies in turn), gRPC
 ``tensorflow.serving.PredictionService/Classify`` (a ``ClassificationRequest`` of the same
 rows as ``tf.Example``s, one body). Reported: requests/s over the run and the mean, p50 and
 p99 of the request latency as the client measures it (protocol, parsing, server, the
