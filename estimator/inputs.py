@@ -26,7 +26,9 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["numpy_input_fn"]
+from estimator.inputs_tfrecord import tfrecord_input_fn as tfrecord_input_fn
+
+__all__ = ["numpy_input_fn", "tfrecord_input_fn"]
 
 
 def _as_ordered_dict(x, what: str) -> collections.OrderedDict:

@@ -180,6 +180,7 @@ def test_a_failed_write_leaves_nothing(tmp_path, compression):
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_tensorflow_reads_ours_and_we_read_tensorflows(tmp_path, compression):
     import tensorflow as tf
+
     records = _records(40) + [b"", bytes(range(256)) * 40]
     ours = tmp_path / "ours.tfrecord"
     tfrecord.write_records(ours, records, compression)
@@ -192,3 +193,17 @@ def test_tensorflow_reads_ours_and_we_read_tensorflows(tmp_path, compression):
     assert list(tfrecord.read_records(str(theirs), compression)) == records
     if compression == "GZIP":
         assert gzip.decompress(theirs.read_bytes()) == gzip.decompress(ours.read_bytes())
+
+
+def test_paths_and_reader_argument_errors(tmp_path):
+    from estimator.io import paths
+
+    with pytest.raises(ValueError, match="binary modes only; got mode 'r'"):
+        paths.open_file(tmp_path / "x", "r")
+    with pytest.raises(FileNotFoundError, match="no such file. Check the path"):
+        paths.open_file(tmp_path / "missing", "rb")
+    with pytest.raises(ValueError, match="the s3:// protocol is not available"):
+        tfrecord.list_files("s3://bucket/train-*")
+    tfrecord.write_records(tmp_path / "a.tfrecord", [b"x"])
+    with pytest.raises(ValueError, match="cycle_length and block_length must be >= 1; got 0, 1"):
+        list(tfrecord.read_records(str(tmp_path / "a.tfrecord"), cycle_length=0))

@@ -176,6 +176,27 @@ def test_predict_rows_columnar_and_b64_match_the_loader(server, loaded):
     np.testing.assert_allclose(columnar.json()["outputs"]["logits"], want["logits"], atol=1e-6)
 
 
+def test_predict_takes_serialized_tf_examples_as_b64(server, loaded):
+    # TF Serving's form for a parsing signature: serialized tf.Example as {"b64": ...}.
+    client, _ = server
+    want = loaded.signatures["predict"](size=[1.5, 4.0], color=["red", "blue"])
+    b64 = []
+    for row in ROWS:
+        example = est.io.protos.Example()
+        example.features.feature["size"].float_list.value.append(row["size"])
+        example.features.feature["color"].bytes_list.value.append(row["color"].encode())
+        b64.append({"b64": base64.b64encode(example.SerializeToString()).decode()})
+    response = client.post(
+        "/v1/models/census:predict", json={"signature_name": "predict", "instances": b64}
+    )
+    assert response.status_code == 200, response.text
+    np.testing.assert_allclose(
+        [p["probabilities"] for p in response.json()["predictions"]],
+        want["probabilities"],
+        atol=1e-6,
+    )
+
+
 def test_classify_and_regress_examples(server, loaded):
     client, _ = server
     examples = {"examples": ROWS}

@@ -5,6 +5,10 @@ This is a bottom layer: it knows nothing of the Estimator's engine. What lives h
 
 * ``protos``: ``Example``, ``SequenceExample`` and the ``Feature`` messages, from TF's real
   ``.proto`` schema in a private descriptor pool;
+* ``tfrecord``: TFRecord files (``TFRecordWriter``, ``read_records`` with patterns,
+  interleaving, sharding and CRC checks; ``"GZIP"``/``"ZLIB"``), and ``write_examples``
+  (columns or a DataFrame to ``tf.Example`` files);
+* ``paths``: the one place files are opened (local today; the seam for remote storage);
 * the parsing specs (``FixedLenFeature``, ``VarLenFeature``, ``SparseFeature``,
   ``RaggedFeature``, ``FixedLenSequenceFeature``) and ``parse_example``,
   ``parse_single_example``, ``parse_sequence_example``,
@@ -25,7 +29,9 @@ Synopsis::
     # parsed["age"] == [[39.]] (float32); parsed["tags"] is an empty SparseValue [1, 0]
 """
 
+from estimator.io import paths as paths
 from estimator.io import protos as protos
+from estimator.io import tfrecord as tfrecord
 from estimator.io._parse import parse_example as parse_example
 from estimator.io._parse import parse_single_example as parse_single_example
 from estimator.io._sequence import parse_sequence_example as parse_sequence_example
@@ -39,8 +45,24 @@ from estimator.io._specs import SparseFeature as SparseFeature
 from estimator.io._specs import VarLenFeature as VarLenFeature
 from estimator.io._values import RaggedValue as RaggedValue
 from estimator.io._values import SparseValue as SparseValue
+from estimator.io.examples import serialize_examples as serialize_examples
+from estimator.io.examples import write_examples as write_examples
+from estimator.io.tfrecord import CorruptRecordError as CorruptRecordError
+from estimator.io.tfrecord import TFRecordOptions as TFRecordOptions
+from estimator.io.tfrecord import TFRecordWriter as TFRecordWriter
+from estimator.io.tfrecord import list_files as list_files
+from estimator.io.tfrecord import read_records as read_records
 
 __all__ = [
+    "CorruptRecordError",
+    "TFRecordOptions",
+    "TFRecordWriter",
+    "list_files",
+    "paths",
+    "read_records",
+    "serialize_examples",
+    "tfrecord",
+    "write_examples",
     "FixedLenFeature",
     "FixedLenSequenceFeature",
     "RaggedFeature",

@@ -60,6 +60,8 @@ def as_records(serialized: Any, what: str = "serialized") -> list[bytes]:
             f"{what} must be a 1-D batch (a list or array) of serialized tf.Example bytes; got "
             "a single string. Use parse_single_example for one example, or wrap it in a list."
         )
+    if type(serialized) is list and set(map(type, serialized)) <= {bytes}:
+        return serialized  # the common case (a batch of records), checked in one pass
     array = np.asarray(serialized, dtype=object)
     if array.ndim != 1:
         raise ValueError(

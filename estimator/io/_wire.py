@@ -83,6 +83,12 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return offsets + np.arange(total, dtype=np.int64)
 
 
+def _words(data: bytes) -> np.ndarray:
+    """The little-endian uint64 at every byte offset of ``data`` (an unaligned strided view,
+    no copy)."""
+    return np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, offset=0, strides=(1,))
+
+
 class _Batch:
     """The records' bytes as one array, and which records the fast path declines."""
 
@@ -92,6 +98,7 @@ class _Batch:
         self.starts = self.ends - sizes
         self.data = b"".join(records) + bytes(_PAD)
         self.arr = np.frombuffer(self.data, np.uint8)
+        self.words = _words(self.data)
         self.bad = np.zeros(len(records), bool)
 
     def decline(self, records: np.ndarray) -> None:
@@ -129,24 +136,25 @@ def _entries(batch: _Batch):
     return rec[order], np.concatenate(found_start)[order], np.concatenate(found_stop)[order]
 
 
-def _key_codes(arr: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """Per key ``[length, first 8 bytes, last 8 bytes]`` as int64 (bytes past the key
-    zeroed): equal codes mean equal keys for keys of up to 16 bytes."""
-    span = np.arange(8)
-    head = arr[start[:, None] + span] * (span < length[:, None])
-    tail_start = np.maximum(start + length - 8, start)
-    tail = arr[tail_start[:, None] + span] * (span < length[:, None])
-    codes = np.empty((len(start), 3), np.int64)
+_HEAD_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], np.uint64)
+
+
+def _key_codes(words: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Per key ``[length, first 8 bytes, last 8 bytes]`` as int64 (bytes past a key shorter
+    than 8 zeroed; the tail 0 for such a key): equal codes mean equal keys for keys of up to
+    16 bytes. ``words[i]`` is the little-endian uint64 at byte ``i`` of the batch."""
+    codes = np.zeros((len(start), 3), np.int64)
     codes[:, 0] = length
-    codes[:, 1] = np.ascontiguousarray(head).view(np.int64)[:, 0]
-    codes[:, 2] = np.ascontiguousarray(tail).view(np.int64)[:, 0]
+    head = words[start] & _HEAD_MASKS[np.minimum(length, 8)]
+    codes[:, 1] = head.view(np.int64)
+    long = np.flatnonzero(length > 8)
+    codes[long, 2] = words[start[long] + length[long] - 8].view(np.int64)
     return codes
 
 
 def _key_matches(arr, key_start, key_len, codes, key: bytes) -> np.ndarray:
     """The entries whose key is ``key``."""
-    raw = np.frombuffer(key + bytes(_PAD), np.uint8)
-    want = _key_codes(raw, np.zeros(1, np.int64), np.asarray([len(key)]))[0]
+    want = _key_codes(_words(key + bytes(_PAD)), np.zeros(1, np.int64), np.asarray([len(key)]))[0]
     hits = np.flatnonzero(
         (codes[:, 0] == want[0]) & (codes[:, 1] == want[1]) & (codes[:, 2] == want[2])
     )
@@ -227,11 +235,26 @@ def _lists(batch: _Batch, rec, start, stop):
     counts[b] = np.bincount(owner, minlength=len(b))
     decoded[BYTES][b[good]] = True
     keep = good[owner]
-    data = batch.data
-    values[BYTES] = _bytes_array(
-        [data[x:y] for x, y in zip(vs[keep].tolist(), ve[keep].tolist(), strict=True)]
-    )
+    values[BYTES] = _strings(batch, vs[keep], ve[keep])
     return kinds, counts, decoded, values
+
+
+def _strings(batch: _Batch, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """The bytes ``[start, stop)`` of the batch as an object array of ``bytes``. Short
+    strings that do not end with a zero byte (NumPy's fixed-width ``S`` strings drop those)
+    are cut out as one ``[n, width]`` array and converted in C; others are sliced one by
+    one."""
+    lengths = stop - start
+    if not len(lengths):
+        return _bytes_array([])
+    width = int(lengths.max())
+    if 0 < width <= 64 and not (batch.arr[stop[lengths > 0] - 1] == 0).any():
+        columns = np.arange(width)
+        at = np.minimum(start[:, None] + columns, len(batch.arr) - 1)
+        cut = batch.arr[at] * (columns < lengths[:, None])
+        return cut.astype(np.uint8).view(f"S{width}").ravel().astype(object)
+    data = batch.data
+    return _bytes_array([data[x:y] for x, y in zip(start.tolist(), stop.tolist(), strict=True)])
 
 
 def _varint_field(arr, start, stop):
@@ -294,7 +317,7 @@ def collect(records: list[bytes], keys: Sequence[str]) -> dict[str, Column]:
     ok &= ok2 & (ve == stop)
     batch.decline(rec[~ok])
     key_len = np.where(ok, ke - ks, -1)
-    codes = _key_codes(arr, ks, np.maximum(key_len, 0))
+    codes = _key_codes(batch.words, ks, np.maximum(key_len, 0))
     codes[:, 0] = key_len
     key_id = np.full(len(rec), -1, np.int64)
     for k, key in enumerate(keys):

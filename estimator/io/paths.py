@@ -76,12 +76,19 @@ def atomic_write(path) -> Iterator[IO[bytes]]:
 
     Raises:
       ValueError: a URL whose protocol is not available.
+      FileNotFoundError: the directory does not exist.
     """
     local = _local(path)
     temp = os.path.join(
         os.path.dirname(local) or ".", f".{os.path.basename(local)}.tmp-{uuid.uuid4().hex}"
     )
-    f = open(temp, "wb")  # noqa: SIM115 (closed below)
+    try:
+        f = open(temp, "wb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{local}: the directory {os.path.dirname(local) or '.'!r} does not exist. Create "
+            "it first (os.makedirs(..., exist_ok=True))."
+        ) from None
     try:
         yield f
         f.close()

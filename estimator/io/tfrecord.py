@@ -59,8 +59,7 @@ _CHUNK = 1 << 20
 
 def masked_crc32c(data: bytes) -> int:
     """TF's masked CRC32C of ``data`` (``tensorflow/core/lib/hash/crc32c.h``)."""
-    crc = google_crc32c.value(data)
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+    return _mask(google_crc32c.value(data))
 
 
 class CorruptRecordError(ValueError):
@@ -185,19 +184,32 @@ def _hint(path: str, compression: str) -> str:
 
 
 def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
-    """``(offset, data)`` of each record of one file; raises :class:`CorruptRecordError`."""
-    offset = 0
+    """``(offset, data)`` of each record of one file; raises :class:`CorruptRecordError`.
+
+    The (decompressed) stream is read in chunks of a megabyte and the frames are cut from
+    each chunk, so a record costs a few Python operations and two CRC32C calls."""
+    offset = 0  # of the next record in the uncompressed stream
+    value = google_crc32c.value
+    unpack = _HEADER.unpack_from
+    unpack_crc = _CRC.unpack_from
     try:
         with _open_read(path, compression) as f:
-            read = f.read
+            buf = b""
+            pos = 0  # of the next record in buf
+            eof = False
             while True:
-                header = read(12)
-                if not header:
+                if len(buf) - pos < 12 and not eof:
+                    more = f.read(_CHUNK)
+                    eof = not more
+                    buf = buf[pos:] + more
+                    pos = 0
+                    continue
+                if pos == len(buf):
                     return
-                if len(header) < 12:
-                    raise _truncated(path, offset, 12, len(header), compression)
-                length, length_crc = _HEADER.unpack(header)
-                if masked_crc32c(header[:8]) != length_crc:
+                if len(buf) - pos < 12:
+                    raise _truncated(path, offset, 12, len(buf) - pos, compression)
+                length, length_crc = unpack(buf, pos)
+                if _mask(value(buf[pos : pos + 8])) != length_crc:
                     raise CorruptRecordError(
                         f"{path}: corrupt record at byte offset {offset}: the CRC32C of the "
                         "length does not match, so this is not a TFRecord frame (a damaged "
@@ -208,12 +220,18 @@ def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
                         path,
                         offset,
                     )
-                body = read(length + 4)
-                if len(body) < length + 4:
-                    raise _truncated(path, offset, 12 + length + 4, 12 + len(body), compression)
-                data = body[:length]
-                (data_crc,) = _CRC.unpack_from(body, length)
-                if masked_crc32c(data) != data_crc:
+                end = pos + 16 + length
+                while len(buf) < end and not eof:
+                    more = f.read(max(_CHUNK, end - len(buf)))
+                    eof = not more
+                    buf = buf[pos:] + more
+                    end -= pos
+                    pos = 0
+                if len(buf) < end:
+                    raise _truncated(path, offset, 16 + length, len(buf) - pos, compression)
+                data = buf[pos + 12 : end - 4]
+                (data_crc,) = unpack_crc(buf, end - 4)
+                if _mask(value(data)) != data_crc:
                     raise CorruptRecordError(
                         f"{path}: corrupt record at byte offset {offset}: the CRC32C of its "
                         f"{length} bytes of data does not match (masked CRC 0x{data_crc:08x} "
@@ -225,6 +243,7 @@ def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
                     )
                 yield offset, data
                 offset += 16 + length
+                pos = end
     except (gzip.BadGzipFile, zlib.error, EOFError) as err:
         kind = {"GZIP": "gzip", "ZLIB": "zlib"}.get(compression, "")
         raise CorruptRecordError(
@@ -235,6 +254,10 @@ def _records_of(path: str, compression: str) -> Iterator[tuple[int, bytes]]:
             path,
             offset,
         ) from None
+
+
+def _mask(crc: int) -> int:
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def _truncated(path, offset, needed, got, compression) -> CorruptRecordError:

@@ -139,6 +139,11 @@ def _signature(model, data: dict, method: str):
     return signature
 
 
+def _all_bytes(value) -> bool:
+    """Whether ``value`` is a non-empty list of bytes (decoded ``{"b64": ...}`` strings)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, bytes) for v in value)
+
+
 def _rows_to_columns(instances: list, input_names: list) -> dict:
     if not instances:
         raise ServingError(400, "'instances' must be a non-empty list.")
@@ -275,6 +280,8 @@ def build_app(
         if unknown:
             raise ServingError(400, f"Unknown keys in request: {unknown}.")
         names = sorted(signature.inputs)
+        if getattr(signature, "accepts_examples", False) and _all_bytes(data[formats[0]]):
+            names = ["examples"]  # TF's parsing signature: serialized tf.Example, {"b64": ...}
         if formats[0] == "instances":
             if not isinstance(data["instances"], list):
                 raise ServingError(400, "'instances' must be a list of rows.")
