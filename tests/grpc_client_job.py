@@ -95,6 +95,18 @@ def predict(stub, name: str, signature: str, info: dict, rows: list, output_filt
     }
 
 
+def predict_examples(stub, name: str, signature: str, rows: list):
+    """Predict as TF Serving clients call an Estimator's parsing export: serialized
+    tf.Examples under ``examples``."""
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = name
+    request.model_spec.signature_name = signature
+    serialized = [example(r).SerializeToString() for r in rows]
+    request.inputs["examples"].CopyFrom(tf.make_tensor_proto(serialized, tf.string))
+    response = stub.Predict(request, TIMEOUT)
+    return {k: jsonable(tf.make_ndarray(v)) for k, v in response.outputs.items()}
+
+
 def set_input(message, rows: list, context: dict | None) -> None:
     if context is None:
         message.example_list.examples.extend(example(r) for r in rows)
@@ -200,6 +212,7 @@ def main() -> None:
             method = info["method_name"]
             if method == PREDICT:
                 calls[f"predict:{key}"] = predict(stub, name, key, info, rows)
+                calls[f"predict_examples:{key}"] = predict_examples(stub, name, key, rows)
             elif method == CLASSIFY:
                 calls[f"classify:{key}"] = classify(stub, name, key, rows)
                 calls[f"classify_context:{key}"] = classify(

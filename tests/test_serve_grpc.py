@@ -164,12 +164,16 @@ def test_tf_serving_client_answers_equal_the_loader_rest_and_tf(setup, name):
                     assert got["outputs"][output] == [[v.decode() for v in r] for r in value]
                 else:
                     np.testing.assert_allclose(got["outputs"][output], value, atol=1e-6)
-            # TF's SavedModel of the export, on the same rows as serialized tf.Examples.
+            # TF's SavedModel of the export, on the same rows as serialized tf.Examples, and
+            # ours on the same request (Predict with "examples", TF Serving's way).
+            examples = calls[f"predict_examples:{key}"]
+            assert sorted(examples) == sorted(want)
             for output, value in tf_out[key].items():
                 if isinstance(value[0][0], str):
-                    assert got["outputs"][output] == value, output
+                    assert got["outputs"][output] == value == examples[output], output
                 else:
                     np.testing.assert_allclose(got["outputs"][output], value, atol=1e-6)
+                    np.testing.assert_allclose(examples[output], value, atol=1e-6)
             rest = setup["rest"].post(
                 f"/v1/models/{name}:predict", json={"signature_name": key, "instances": rows_}
             )

@@ -15,7 +15,8 @@ Where this server differs from TF Serving (because an export is not a TF graph):
 (``estimator.io.parse_example``) and call the signature with the features (TF feeds the
 serialized examples to the signature's single string input);
 dtypes of ``Predict`` inputs must equal the signature's (TF's session would reject them
-too, with a different message).
+too, with a different message). A parsing export's ``Predict`` takes either its features
+by name or, as TF's, serialized ``tf.Example``s under ``examples``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from estimator.serve._tensors import (
 )
 
 DEFAULT_SIGNATURE = "serving_default"
+EXAMPLES = "examples"  # a parsing signature's input of serialized tf.Examples (TF's name)
 PREDICT = "tensorflow/serving/predict"
 CLASSIFY = "tensorflow/serving/classify"
 REGRESS = "tensorflow/serving/regress"
@@ -137,6 +139,8 @@ class Servicer:
                 f"{CLASSIFY}, {REGRESS}}}. Was: {signature.method_name}",
             )
         sent, expected = set(request.inputs), set(signature.inputs)
+        if getattr(signature, "accepts_examples", False) and EXAMPLES in sent:
+            expected = {EXAMPLES}  # TF's parsing signature: serialized tf.Examples
         if sent - expected:
             raise GrpcError(
                 _CODE.INVALID_ARGUMENT,
@@ -323,16 +327,16 @@ def _input(signature, alias: str, tensor) -> np.ndarray:
         array = to_numpy(tensor)
     except TensorError as err:
         raise GrpcError(_CODE.INVALID_ARGUMENT, f"tensor parsing error: {alias} ({err})") from None
-    expected = signature.inputs[alias]["dtype"]
+    spec = signature.inputs.get(alias) or {"dtype": "string", "shape": [None]}  # examples
+    expected = spec["dtype"]
     want = dtype_name(data_type(expected))
     got = dtype_name(tensor.dtype)
     if want != got:
         raise GrpcError(
             _CODE.INVALID_ARGUMENT,
             f"Expects arg[{alias}] to be {short_name(want)} but {short_name(got)} is provided: "
-            f"signature {signature.name!r} takes {alias!r} as {want} "
-            f"{signature.inputs[alias]['shape']}; send tf.make_tensor_proto(values, "
-            f"tf.{expected}).",
+            f"signature {signature.name!r} takes {alias!r} as {want} {spec['shape']}; send "
+            f"tf.make_tensor_proto(values, tf.{expected}).",
         )
     return array
 
