@@ -1,6 +1,6 @@
-"""The gRPC server's protos and tensor conversion (issue 33, requirement 1): TF Serving's
-schema in a private pool, and ``TensorProto`` <-> NumPy by ``tf.make_ndarray``'s rules,
-without TensorFlow."""
+"""The gRPC server's protos, tensor conversion and model config (issue 33, requirements 1
+and 5): TF Serving's schema in a private pool, ``TensorProto`` <-> NumPy by
+``tf.make_ndarray``'s rules, and ``--model_config_file``, all without TensorFlow."""
 
 import os
 import subprocess
@@ -11,6 +11,7 @@ import pytest
 from google.protobuf import descriptor_pool
 
 from estimator.serve import _protos
+from estimator.serve._config import read_model_config
 from estimator.serve._protos import messages
 from estimator.serve._tensors import TensorError, from_numpy, to_numpy
 
@@ -100,3 +101,36 @@ def test_committed_descriptors_equal_tensorflow_serving_apis():
     assert result.returncode == 0, result.stderr[-3000:]
     with open(os.path.join(HERE, "..", "estimator", "serve", "_descriptors.py")) as f:
         assert result.stdout == f.read()
+
+
+def test_model_config_file_lists_models_with_labels(tmp_path):
+    path = tmp_path / "models.config"
+    path.write_text(
+        "model_config_list {\n"
+        '  config { name: "a" base_path: "/m/a" model_platform: "tensorflow" }\n'
+        '  config { name: "b" base_path: "/m/b" version_labels { key: "stable" value: 7 } }\n'
+        "}\n"
+    )
+    assert read_model_config(str(path)) == [("a", "/m/a", {}), ("b", "/m/b", {"stable": 7})]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("model_config_list { config { name: 'a' base_path: '/a' }", "is not a text-format"),
+        ("model_config_list { config { nme: 'a' } }", "is not a text-format"),
+        ("", "expected a model_config_list"),
+        ("model_config_list { }", "lists no model"),
+        ("model_config_list { config { name: 'a' } }", "needs a name and a base_path"),
+        (
+            "model_config_list { config { name: 'a' base_path: '/a' } "
+            "config { name: 'a' base_path: '/b' } }",
+            "Illegal to list model a multiple times in config list",
+        ),
+    ],
+)
+def test_bad_model_config_files_are_refused_with_the_reason(tmp_path, text, message):
+    path = tmp_path / "models.config"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        read_model_config(str(path))
