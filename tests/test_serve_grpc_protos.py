@@ -134,3 +134,20 @@ def test_bad_model_config_files_are_refused_with_the_reason(tmp_path, text, mess
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
         read_model_config(str(path))
+
+
+def test_command_line_refuses_two_model_sources_and_none(tmp_path, capsys):
+    from estimator.serve.__main__ import main
+
+    config = tmp_path / "models.config"
+    config.write_text("model_config_list { config { name: 'a' base_path: '/a' } }")
+    with pytest.raises(SystemExit):
+        main(["--model_config_file", str(config), "--model_base_path", "/a"])
+    assert "either --model_config_file or --model_base_path, not both" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--port", "0"])
+    assert "give --model_base_path (with --model_name) or --model_config_file" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit, match=r"No servable version of model 'a' under /a"):
+        main(["--model_config_file", str(config), "--file_system_poll_wait_seconds", "0"])
