@@ -32,6 +32,7 @@ from grpc_models import DATA, MODELS, build, census_module, rows
 import estimator as est
 from estimator.serve import _examples
 from estimator.serve._protos import messages
+from estimator.serve._tensors import to_numpy
 
 pytestmark = pytest.mark.slow
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -281,6 +282,22 @@ def test_version_and_label_choose_the_served_version(setup):
         )
         assert response.model_spec.version.value == version
         assert response.model_spec.signature_name == "predict"
+    # The same label over REST (TF Serving's /labels/ routes).
+    rest = setup["rest"]
+    status = rest.get("/v1/models/census/labels/stable").json()
+    assert status["model_version_status"][0]["version"] == str(version)
+    row = {k: v[0][0] for k, v in census.items()}
+    answer = rest.post(
+        "/v1/models/census/labels/stable:predict",
+        json={"signature_name": "predict", "instances": [row]},
+    )
+    assert answer.status_code == 200, answer.text
+    np.testing.assert_allclose(
+        answer.json()["predictions"][0]["logits"], to_numpy(response.outputs["logits"])[0]
+    )
+    unknown = rest.get("/v1/models/census/labels/canary")
+    assert unknown.status_code == 400
+    assert unknown.json()["error"] == "Unrecognized servable version label: canary"
 
 
 BAD = [

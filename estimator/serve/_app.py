@@ -80,6 +80,11 @@ def _version_of(models: Mapping[str, ModelWatcher], request: Request):
     watcher = models.get(name)
     if watcher is None:
         raise ServingError(404, f"Servable not found for request: Latest({name})")
+    label = request.path_params.get("label")
+    if label is not None:  # /labels/{label}: a version named in --model_config_file
+        if label not in watcher.version_labels:
+            raise ServingError(400, f"Unrecognized servable version label: {label}")
+        version = str(watcher.version_labels[label])
     served, model = watcher.current()
     if model is None:
         raise ServingError(404, f"Servable not found for request: Latest({name})")
@@ -259,7 +264,10 @@ def build_app(
             raise ServingError(
                 404, f"Unknown method {method!r}: expected :predict, :classify or :regress."
             )
-        params["version" if "name" in params else "name"] = target
+        if "name" not in params:
+            params["name"] = target
+        else:
+            params["label" if "/labels/" in request.url.path else "version"] = target
         _, model = _version_of(models, request)
         data = await _json_body(request, max_request_bytes)
         signature = _signature(model, data, method)
@@ -352,6 +360,9 @@ def build_app(
             Route("/v1/models/{name}/versions/{version}/metadata", metadata),
             Route("/v1/models/{method}", post, methods=["POST"]),
             Route("/v1/models/{name}/versions/{method}", post, methods=["POST"]),
+            Route("/v1/models/{name}/labels/{label}", status),
+            Route("/v1/models/{name}/labels/{label}/metadata", metadata),
+            Route("/v1/models/{name}/labels/{method}", post, methods=["POST"]),
         ],
         exception_handlers={ServingError: on_error, 404: on_http, 405: on_http},
     )
