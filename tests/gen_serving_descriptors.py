@@ -10,8 +10,10 @@ pool (``PROVIDED``), as one ``FileDescriptorSet`` in dependency order, zlib-comp
 base64-encoded. The model server adds these files to
 a private ``DescriptorPool`` and never imports TensorFlow.
 
-``tests/test_serve_grpc_protos.py`` regenerates the set in a subprocess and checks that the
-committed module equals it, so the server's schema is TF Serving's to the byte.
+``tests/test_serve_grpc_protos.py`` checks in a subprocess that every message, field and
+enum value of the committed set is the installed TF Serving's and TF's (:func:`differences`),
+and that the committed module equals what :func:`render` writes when the installed versions
+are those it was generated from.
 """
 
 import base64
@@ -79,6 +81,67 @@ def render() -> str:
     lines = [f'    "{encoded[i : i + 88]}"' for i in range(0, len(encoded), 88)]
     head = HEADER.format(serving=serving, tensorflow=tensorflow, count=len(names), names=listing)
     return head + "\n".join(lines) + "\n)\n# fmt: on\n"
+
+
+def _contents(file) -> tuple[dict, dict]:
+    """``({message: {field: (number, type, label, type_name)}}, {enum: {value: number}})``
+    of a ``FileDescriptorProto``, nested types included, by full name."""
+    messages, enums = {}, {}
+
+    def walk(prefix: str, message_types, enum_types) -> None:
+        for enum in enum_types:
+            enums[f"{prefix}.{enum.name}"] = {v.name: v.number for v in enum.value}
+        for message in message_types:
+            name = f"{prefix}.{message.name}"
+            messages[name] = {
+                f.name: (f.number, f.type, f.label, f.type_name) for f in message.field
+            }
+            walk(name, message.nested_type, message.enum_type)
+
+    walk(file.package, file.message_type, file.enum_type)
+    return messages, enums
+
+
+def differences() -> tuple[int, list[str]]:
+    """Compares the committed descriptors with the installed TF Serving and TF, file by
+    file: every message field (name, number, type, label, type) and enum value of ours must
+    be the installed one's (a newer release may add fields: that stays wire compatible).
+    Returns ``(messages and enums compared, differences)``."""
+    from google.protobuf import descriptor_pb2, descriptor_pool
+    from tensorflow_serving.apis import model_service_pb2, prediction_service_pb2  # noqa: F401
+
+    sys.path.insert(0, ROOT)
+    from estimator.serve import _descriptors
+
+    ours = descriptor_pb2.FileDescriptorSet.FromString(
+        zlib.decompress(base64.b64decode("".join(_descriptors.FILES)))
+    )
+    compared, problems = 0, []
+    for file in ours.file:
+        installed = descriptor_pb2.FileDescriptorProto()
+        try:
+            descriptor_pool.Default().FindFileByName(file.name).CopyToProto(installed)
+        except KeyError:
+            problems.append(f"{file.name}: not in the installed packages")
+            continue
+        (our_messages, our_enums), (messages, enums) = _contents(file), _contents(installed)
+        for name, fields in our_messages.items():
+            compared += 1
+            theirs = messages.get(name, {})
+            problems += [
+                f"{name}.{field}: ours {spec}, installed {theirs.get(field)}"
+                for field, spec in fields.items()
+                if theirs.get(field) != spec
+            ]
+        for name, values in our_enums.items():
+            compared += 1
+            theirs = enums.get(name, {})
+            problems += [
+                f"{name}.{value}: ours {number}, installed {theirs.get(value)}"
+                for value, number in values.items()
+                if theirs.get(value) != number
+            ]
+    return compared, problems
 
 
 def main() -> None:

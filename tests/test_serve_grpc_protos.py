@@ -2,6 +2,7 @@
 and 5): TF Serving's schema in a private pool, ``TensorProto`` <-> NumPy by
 ``tf.make_ndarray``'s rules, and ``--model_config_file``, all without TensorFlow."""
 
+import json
 import os
 import subprocess
 import sys
@@ -84,12 +85,15 @@ def test_bad_tensors_are_refused_with_the_reason(tensor, message):
 
 
 @pytest.mark.slow
-def test_committed_descriptors_equal_tensorflow_serving_apis():
-    """The schema is TF Serving's to the byte: the generator, run in a process with TF and
-    ``tensorflow-serving-api``, renders exactly the committed module."""
+def test_committed_descriptors_are_tensorflow_servings_schema():
+    """Every message, field and enum value the server uses is the installed
+    ``tensorflow-serving-api``'s and TF's; with the versions it was generated from, the
+    committed module is what the generator writes, byte for byte."""
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import gen_serving_descriptors as g; "
-        "sys.stdout.write(g.render())"
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import gen_serving_descriptors as g;"
+        " from importlib.metadata import version; import tensorflow as tf;"
+        " print(json.dumps([g.differences(), g.render(), version('tensorflow-serving-api'),"
+        " tf.__version__]))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code, HERE],
@@ -99,8 +103,17 @@ def test_committed_descriptors_equal_tensorflow_serving_apis():
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    (compared, problems), rendered, serving, tensorflow = json.loads(
+        result.stdout.strip().splitlines()[-1]
+    )
+    assert problems == []
+    assert compared > 100  # every message and enum of the 36 files
     with open(os.path.join(HERE, "..", "estimator", "serve", "_descriptors.py")) as f:
-        assert result.stdout == f.read()
+        committed = f.read()
+    if f"tensorflow-serving-api=={serving}``" in committed and f"``tensorflow=={tensorflow}``" in (
+        committed
+    ):
+        assert rendered == committed
 
 
 def test_model_config_file_lists_models_with_labels(tmp_path):
