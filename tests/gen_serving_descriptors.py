@@ -10,7 +10,7 @@ pool (``PROVIDED``), as one ``FileDescriptorSet`` in dependency order, zlib-comp
 base64-encoded. The model server adds these files to
 a private ``DescriptorPool`` and never imports TensorFlow.
 
-``tests/test_serve_grpc_protos.py`` checks in a subprocess that every message, field and
+``tests/test_serve_grpc.py`` checks (in its TF client's process) that every message, field and
 enum value of the committed set is the installed TF Serving's and TF's (:func:`differences`),
 and that the committed module equals what :func:`render` writes when the installed versions
 are those it was generated from.

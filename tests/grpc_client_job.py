@@ -13,7 +13,8 @@ answers with ``tf.make_ndarray``, exactly as a TF Serving client does. It also w
 export's TF SavedModel (``estimator.export.to_tf_saved_model``) and calls its signatures with
 the same ``tf.Example``s, TF Serving's way (serialized examples into the signature's single
 string input). It prints ``{"grpc": ..., "tf": ...}`` as JSON: per model, per call, the
-outputs as nested lists (strings decoded).
+outputs as nested lists (strings decoded), and under ``"schema"`` how the server's committed
+descriptors compare with the installed TF Serving and TF (``gen_serving_descriptors.py``).
 """
 
 import json
@@ -233,7 +234,19 @@ def main() -> None:
             )
         answers[name] = calls
         tf_out[name] = tf_answers(export, os.path.join(request["saved_models"], name), rows)
-    print(json.dumps({"grpc": answers, "tf": tf_out}))
+    # The server's schema against the installed tensorflow-serving-api and TF (this process
+    # has both): see gen_serving_descriptors.py.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from importlib.metadata import version
+
+    import gen_serving_descriptors as generator
+
+    schema = {
+        "differences": generator.differences(),
+        "rendered": generator.render(),
+        "versions": [version("tensorflow-serving-api"), tf.__version__],
+    }
+    print(json.dumps({"grpc": answers, "tf": tf_out, "schema": schema}))
 
 
 if __name__ == "__main__":

@@ -221,6 +221,24 @@ def test_tf_serving_client_answers_equal_the_loader_rest_and_tf(setup, name):
     assert "tensorflow/serving/regress" in checked
 
 
+def test_committed_descriptors_are_tensorflow_servings_schema(setup):
+    """Every message, field and enum value the server uses is the installed
+    ``tensorflow-serving-api``'s and TF's (checked in the client's process, which has both);
+    with the versions it was generated from, the committed module is what
+    ``gen_serving_descriptors.py`` writes, byte for byte."""
+    schema = setup["answers"]["schema"]
+    compared, problems = schema["differences"]
+    assert problems == []
+    assert compared > 100  # every message and enum of the 36 files
+    with open(os.path.join(HERE, "..", "estimator", "serve", "_descriptors.py")) as f:
+        committed = f.read()
+    serving, tensorflow = schema["versions"]
+    if f"``tensorflow-serving-api=={serving}``" in committed and (
+        f"``tensorflow=={tensorflow}``" in committed
+    ):
+        assert schema["rendered"] == committed
+
+
 def test_output_filter_and_multi_inference(setup):
     calls = setup["answers"]["grpc"]
     assert sorted(calls["census"]["predict_filtered"]["outputs"]) == ["classes", "logits"]
