@@ -23,6 +23,7 @@ import canned
 import estimator as est
 from canned import feature_column as fc
 
+pytestmark = pytest.mark.slow  # starts servers
 COLORS = ["red", "green", "blue"]
 ROWS = [{"size": 1.5, "color": "red"}, {"size": 4.0, "color": "blue"}]
 
@@ -73,14 +74,17 @@ def _start(base_path, *flags):
             "census",
             "--model_base_path",
             base_path,
-            "--port",
+            "--rest_api_port",
             str(port),
+            "--port",
+            str(_free_port()),
             "--host",
             "127.0.0.1",
             "--file_system_poll_wait_seconds",
             "0.2",
             "--max_request_bytes",
             "4096",
+            *flags,
         ],
         stderr=subprocess.PIPE,
     )
