@@ -7,8 +7,16 @@ It holds three items:
 
 * ``variables`` — ``{"trainable": {name: array}, "non_trainable": {name: array}}``;
 * ``opt_state`` — the optimizer state pytree (absent when saved without one);
-* ``meta`` — JSON: ``global_step``, ``variables`` (name -> shape, dtype, trainable) and
-  the jax version, enough to list or read variables without the model code.
+* ``meta`` — JSON: ``global_step``, ``variables`` (name -> shape, dtype, trainable), the
+  jax version, and a CRC32C checksum of every array in ``variables`` and ``opt_state``
+  (``estimator.io.checksums``): enough to list or read variables without the model code.
+
+Every read checks what it reads, as TF's tensor bundles do (``tf.errors.DataLossError``):
+the metadata against the directory's step, the arrays against their checksums (orbax and
+TensorStore check only their own index files: a flipped bit in an array's bytes loaded
+silently as a different model). Damage of any kind raises :class:`DataLossError` naming the
+checkpoint, what is wrong and the previous checkpoint; ``RunConfig(restore_fallback=True)``
+makes ``train()`` resume from the newest intact checkpoint instead.
 
 TF names checkpoints ``model.ckpt-<step>``; orbax's step naming needs an underscore.
 Retention follows ``RunConfig``: the newest ``keep_checkpoint_max`` (0/None keeps all),
@@ -21,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime
-import json
 import logging
 import os
 import re
@@ -34,12 +41,29 @@ import numpy as np
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers as ocm
 
+from estimator.io import checksums
+from estimator.io.paths import local_path
+
 logger = logging.getLogger("estimator")
 
-__all__ = ["Checkpointer", "latest_checkpoint", "list_variables", "load_variable"]
+__all__ = [
+    "Checkpointer",
+    "DataLossError",
+    "latest_checkpoint",
+    "list_variables",
+    "load_variable",
+]
 
 STEP_PREFIX = "model.ckpt"
 _STEP_DIR = re.compile(r"^model\.ckpt_(\d+)$")
+#: The metadata's format: 2 records checksums (format 1, before them, is read unchecked).
+FORMAT = 2
+
+
+class DataLossError(ValueError):
+    """A checkpoint whose files are damaged: unreadable, inconsistent, or whose arrays do
+    not match their checksums (TF's ``tf.errors.DataLossError``; a ``ValueError``, as the
+    errors for damaged checkpoints were before)."""
 
 
 class _KeepEveryNHours:
@@ -134,16 +158,55 @@ def _meta_path(path: str) -> str:
     return os.path.join(os.path.abspath(path), "meta")
 
 
-# What a damaged file gives when orbax parses it: bad UTF-8 or JSON (both ValueErrors).
-_DAMAGE = (UnicodeDecodeError, json.JSONDecodeError)
+def previous_checkpoint(path: str) -> str | None:
+    """The newest complete checkpoint before ``path`` in its directory, or None."""
+    path = os.path.normpath(os.fspath(path))
+    match = _STEP_DIR.match(os.path.basename(path))
+    parent = os.path.dirname(path)
+    if not match or not os.path.isdir(parent):
+        return None
+    steps = [
+        int(m.group(1))
+        for name in os.listdir(parent)
+        if (m := _STEP_DIR.match(name))
+        and int(m.group(1)) < int(match.group(1))
+        and os.path.isfile(os.path.join(parent, name, "meta", "metadata"))
+    ]
+    return step_dir(parent, max(steps)) if steps else None
 
 
-def _corrupt(path: str, item: str, err: BaseException) -> ValueError:
-    """The error for a checkpoint whose ``item`` cannot be read."""
-    return ValueError(
-        f"The checkpoint {path} is corrupt: {os.path.join(path, item)} cannot be read "
-        f"({type(err).__name__}: {err}). Delete {path} to go back to the previous checkpoint "
-        "(training resumes from the latest complete one), or restore it from a copy."
+def _way_back(path: str) -> str:
+    previous = previous_checkpoint(path)
+    then = (
+        f"training then resumes from the previous checkpoint, {previous}"
+        if previous
+        else "there is no earlier checkpoint: training then starts afresh"
+    )
+    return (
+        f"Delete or move {path} ({then}; RunConfig(restore_fallback=True) does so by "
+        "itself), or restore it from a copy."
+    )
+
+
+def _corrupt(path: str, item: str, err: BaseException | str) -> DataLossError:
+    """The error for a checkpoint whose ``item`` cannot be read (``err``: the exception) or
+    is inconsistent (``err``: what is wrong)."""
+    what = (
+        f"is inconsistent: {err}"
+        if isinstance(err, str)
+        else f"cannot be read ({type(err).__name__}: {err})"
+    )
+    return DataLossError(
+        f"The checkpoint {path} is corrupt: {os.path.join(path, item)} {what}. {_way_back(path)}"
+    )
+
+
+def _damaged_arrays(path: str, item: str, problems: list[str]) -> DataLossError:
+    shown = "\n".join(f"  {p}" for p in problems[:10])
+    more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+    return DataLossError(
+        f"The checkpoint {path} is damaged: arrays in {os.path.join(path, item)} do not "
+        f"match the checksums recorded when it was written:\n{shown}{more}\n{_way_back(path)}"
     )
 
 
@@ -159,19 +222,59 @@ def read_meta(path: str) -> dict:
             ocp.JsonCheckpointHandler(multiprocessing_options=options),
             multiprocessing_options=options,
         ).restore(_meta_path(path))
-    except _DAMAGE as err:
+    except Exception as err:  # orbax and the file system raise many types for a damaged item
         raise _corrupt(path, os.path.join("meta", "metadata"), err) from None
+    where = os.path.join("meta", "metadata")
     if (
         not isinstance(restored, dict)
         or not isinstance(restored.get("global_step"), int)
         or not isinstance(restored.get("variables"), dict)
     ):
+        raise _corrupt(path, where, ValueError("expected an object with global_step and variables"))
+    match = _STEP_DIR.match(os.path.basename(os.path.normpath(path)))
+    if match and int(match.group(1)) != restored["global_step"]:
         raise _corrupt(
             path,
-            os.path.join("meta", "metadata"),
-            ValueError("expected an object with global_step and variables"),
+            where,
+            f"it says global_step {restored['global_step']}, but the checkpoint's directory "
+            f"is step {match.group(1)}",
         )
+    if ("checksums" in restored or "format" in restored) and not _valid_checksums(restored):
+        raise _corrupt(path, where, "its checksums section is missing or malformed")
     return dict(restored)
+
+
+def _valid_checksums(meta: dict) -> bool:
+    section = meta.get("checksums")
+    return (
+        meta.get("format") == FORMAT
+        and isinstance(section, dict)
+        and section.get("algorithm") == checksums.ALGORITHM
+        and section.get("piece_bytes") == checksums.PIECE_BYTES
+        and isinstance(section.get("arrays"), dict)
+    )
+
+
+def _records(path: str, meta: dict) -> dict | None:
+    """The checksum records of a checkpoint; None (logged) for one written before them."""
+    if "checksums" not in meta and "format" not in meta:
+        logger.warning(
+            "The checkpoint %s was written before checkpoints carried checksums: its arrays "
+            "are read unchecked.",
+            path,
+        )
+        return None
+    return meta["checksums"]["arrays"]
+
+
+def _verify(path: str, item: str, tree, meta: dict) -> None:
+    """Raises :class:`DataLossError` unless every array of ``tree`` matches its checksum."""
+    records = _records(path, meta)
+    if records is None:
+        return
+    problems = checksums.verify(tree, records, prefix=item)
+    if problems:
+        raise _damaged_arrays(path, item, problems)
 
 
 def list_variables(path: str) -> list[tuple[str, list[int]]]:
@@ -184,10 +287,12 @@ def list_variables(path: str) -> list[tuple[str, list[int]]]:
 
 
 def load_variable(path: str, name: str) -> np.ndarray:
-    """The value of one variable in a checkpoint (``tf.train.load_variable``).
+    """The value of one variable in a checkpoint (``tf.train.load_variable``), checked
+    against its checksum.
 
     Raises:
       ValueError: if the checkpoint has no such variable (lists the names it has).
+      DataLossError: if the checkpoint is damaged.
     """
     meta = read_meta(path)
     if name == "global_step":
@@ -200,15 +305,79 @@ def load_variable(path: str, name: str) -> np.ndarray:
     group = "trainable" if meta["variables"][name]["trainable"] else "non_trainable"
     spec = meta["variables"][name]
     target = {group: {name: jax.ShapeDtypeStruct(tuple(spec["shape"]), np.dtype(spec["dtype"]))}}
-    restored = ocp.PyTreeCheckpointer().restore(
-        os.path.join(os.path.abspath(path), "variables"),
-        args=ocp.args.PyTreeRestore(
-            item=target,
-            restore_args=jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), target),
-            partial_restore=True,
-        ),
-    )
+    restored = _read_host(path, "variables", target)
+    _verify(path, "variables", restored, meta)
     return np.asarray(restored[group][name])
+
+
+def _read_host(path: str, item: str, target=None):
+    """An item of a checkpoint as NumPy arrays (``target``: the part to read; None: all).
+
+    Raises:
+      DataLossError: if the item cannot be read.
+    """
+    directory = os.path.join(os.path.abspath(path), item)
+    try:
+        if target is None:  # all of it, with the structure orbax recorded
+            recorded = ocp.StandardCheckpointer().metadata(directory).item_metadata.tree
+            target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype), recorded)
+        restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), target)
+        return ocp.PyTreeCheckpointer().restore(
+            directory,
+            args=ocp.args.PyTreeRestore(
+                item=target, restore_args=restore_args, partial_restore=True
+            ),
+        )
+    except Exception as err:  # orbax and TensorStore raise many types for a damaged item
+        raise _corrupt(path, item, err) from None
+
+
+def verify_checkpoint(path: str) -> None:
+    """Reads a whole checkpoint to the host and checks it (``restore_fallback``).
+
+    Raises:
+      DataLossError: if any of it is damaged.
+    """
+    read_checkpoint(path)
+
+
+def quarantine(path: str) -> str:
+    """Renames a damaged checkpoint ``damaged.model.ckpt_<step>`` (a later one of that
+    step can then be saved, and nothing lists it as a checkpoint); returns the new path."""
+    parent, name = os.path.split(os.path.normpath(path))
+    target = os.path.join(parent, "damaged." + name)
+    suffix = 1
+    while os.path.exists(target):
+        suffix += 1
+        target = os.path.join(parent, f"damaged{suffix}.{name}")
+    os.rename(path, target)
+    return target
+
+
+def read_checkpoint(path: str) -> tuple[dict, Any]:
+    """Every variable and the optimizer state of a checkpoint, as NumPy arrays, checked
+    against their checksums (what warm start reads).
+
+    Returns:
+      ``({"trainable": {...}, "non_trainable": {...}}, opt_state or None)``; the optimizer
+      state as orbax reads it without a target (NamedTuples as dicts, tuples as lists,
+      which name their leaves as the saved state did).
+
+    Raises:
+      DataLossError: if the checkpoint is damaged.
+    """
+    meta = read_meta(path)
+    variables = _read_host(path, "variables")
+    variables = {
+        "trainable": dict(variables.get("trainable", {})),
+        "non_trainable": dict(variables.get("non_trainable", {})),
+    }
+    _verify(path, "variables", variables, meta)
+    opt_state = None
+    if os.path.isdir(os.path.join(os.path.abspath(path), "opt_state")):
+        opt_state = _read_host(path, "opt_state")
+        _verify(path, "opt_state", opt_state, meta)
+    return variables, opt_state
 
 
 def variable_specs(trainable: dict, non_trainable: dict) -> dict[str, dict[str, Any]]:
@@ -286,27 +455,38 @@ class Checkpointer:
         """Starts saving ``state`` (a ``TrainState``) as the checkpoint of ``global_step``.
 
         Device values are copied to the host before this returns, so the caller may
-        donate or overwrite them; files are written in the background.
+        donate or overwrite them; files are written in the background. Every array's
+        CRC32C is computed first and recorded in the metadata (``estimator.io.checksums``;
+        collective in a multi-process job, as the save is).
 
         Returns:
           The checkpoint's path (complete after :meth:`wait`).
         """
         if int(global_step) in self._manager.all_steps():
             return step_dir(self.model_dir, global_step)  # the same state is on disk already
+        variables = {"trainable": state.trainable, "non_trainable": state.non_trainable}
+        opt_state = state.opt_state if with_opt_state else None
+        records = checksums.compute(variables, prefix="variables")
+        if opt_state is not None:
+            records.update(checksums.compute(opt_state, prefix="opt_state"))
         meta = {
+            "format": FORMAT,
             "global_step": int(global_step),
             "variables": variable_specs(state.trainable, state.non_trainable),
             "jax_version": jax.__version__,
             "time": time.time(),
+            "checksums": {
+                "algorithm": checksums.ALGORITHM,
+                "piece_bytes": checksums.PIECE_BYTES,
+                "arrays": records,
+            },
         }
         items = {
-            "variables": ocp.args.StandardSave(
-                {"trainable": state.trainable, "non_trainable": state.non_trainable}
-            ),
+            "variables": ocp.args.StandardSave(variables),
             "meta": ocp.args.JsonSave(meta),
         }
-        if with_opt_state and state.opt_state is not None:
-            items["opt_state"] = ocp.args.StandardSave(state.opt_state)
+        if opt_state is not None:
+            items["opt_state"] = ocp.args.StandardSave(opt_state)
         self._manager.save(int(global_step), args=ocp.args.Composite(**items), force=True)
         return step_dir(self.model_dir, global_step)
 
@@ -350,6 +530,8 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
     Raises:
       ValueError: when the checkpoint's variables differ from the model's, or its optimizer
         state from ``train_op``'s, listing the differences.
+      DataLossError: when the checkpoint is damaged: a file cannot be read, or an array
+        does not match its checksum.
     """
     meta = read_meta(path)
     model_specs = variable_specs(abstract_state.trainable, abstract_state.non_trainable)
@@ -374,8 +556,9 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
                     item=target, restore_args=_restore_args(target), partial_restore=True
                 ),
             )
-        except _DAMAGE as err:
+        except Exception as err:  # orbax and TensorStore raise many types for damage
             raise _corrupt(path, "variables", err) from None
+        _verify(path, "variables", restored, meta)
     opt_state = None
     if with_opt_state:
         opt_path = os.path.join(os.path.abspath(path), "opt_state")
@@ -384,21 +567,51 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
                 f"The checkpoint {path} has no optimizer state; it cannot resume training. "
                 "Warm-start a new model_dir from it instead (warm_start_from=...)."
             )
+        target = jax.tree.map(
+            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=_sharding(s)),
+            abstract_state.opt_state,
+        )
+        records = _records(path, meta)
+        if records is not None:
+            difference = _opt_state_difference(target, records)
+            if difference:
+                raise _optimizer_changed(path, difference)
         try:
-            target = jax.tree.map(
-                lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=_sharding(s)),
-                abstract_state.opt_state,
-            )
             opt_state = ocp.StandardCheckpointer().restore(opt_path, target)
-        except _DAMAGE as err:
+        except Exception as err:  # orbax and TensorStore raise many types for damage
+            if records is None and isinstance(err, (ValueError, KeyError, TypeError)):
+                raise _optimizer_changed(path, str(err)) from err  # no record to tell
             raise _corrupt(path, "opt_state", err) from None
-        except (ValueError, KeyError, TypeError) as err:
-            raise ValueError(
-                f"The optimizer state in {path} does not match train_op's state (was the "
-                f"optimizer changed?): {err}. Train in a new model_dir, or warm-start from "
-                "this checkpoint (which reads variables only)."
-            ) from err
+        _verify(path, "opt_state", opt_state, meta)
     return restored.get("trainable", {}), restored.get("non_trainable", {}), opt_state
+
+
+def _opt_state_difference(target, records: dict) -> str | None:
+    """How ``train_op``'s state differs from the one a checkpoint recorded, or None."""
+    model = {
+        key: ([int(d) for d in x.shape], np.dtype(x.dtype).name)
+        for key, x in checksums.leaves(target, "opt_state")
+    }
+    saved = {
+        key: (r["shape"], r["dtype"]) for key, r in records.items() if key.startswith("opt_state")
+    }
+    if model == saved:
+        return None
+    lines = [
+        f"{k}: {model[k]} in train_op's state, {saved.get(k)} in the checkpoint"
+        for k in sorted(model)
+        if model[k] != saved.get(k)
+    ]
+    lines += [f"{k}: only in the checkpoint" for k in sorted(set(saved) - set(model))]
+    return "; ".join(lines[:5]) + ("; ..." if len(lines) > 5 else "")
+
+
+def _optimizer_changed(path: str, detail: str) -> ValueError:
+    return ValueError(
+        f"The optimizer state in {path} does not match train_op's state (was the "
+        f"optimizer changed?): {detail}. Train in a new model_dir, or warm-start from "
+        "this checkpoint (which reads variables only)."
+    )
 
 
 def resolve(checkpoint_path, model_dir: str, what: str) -> str | None:
@@ -410,7 +623,7 @@ def resolve(checkpoint_path, model_dir: str, what: str) -> str | None:
       ValueError: "Could not find trained model at ..." for a path without a checkpoint.
     """
     if checkpoint_path:
-        checkpoint_path = os.fsdecode(checkpoint_path)
+        checkpoint_path = local_path(checkpoint_path, "checkpoint_path")
         if os.path.isdir(checkpoint_path) and not _STEP_DIR.match(
             os.path.basename(os.path.normpath(checkpoint_path))
         ):

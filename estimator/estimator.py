@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from estimator import checkpoint as ckpt
-from estimator import compilation_cache, distribute
-from estimator.engine import threefry
+from estimator import distribute, platform
 from estimator.engine.model_dir_lock import ModelDirLock
 from estimator.engine.runtime import Runtime
 from estimator.export import _writer
@@ -62,6 +61,25 @@ class Estimator:
         (``canned.feature_column.input_transform(columns)``). Strings cannot enter a jitted
         step: string features need one.
 
+    When ``model_fn`` runs (it may log or count; TF 2.15 runs it once per ``train``/
+    ``evaluate``/``predict`` call, building a graph that creates and uses the variables in
+    one pass). Each run is a trace, never one per step:
+
+    * the first call in a mode and input signature runs it twice: once in init mode,
+      abstractly, to create the variables (their shapes, dtypes and initial values) and
+      ``train_op``'s state, and once to build the step program. An ``evaluate()`` or
+      ``predict()`` after a ``train()`` or ``evaluate()`` of the same Estimator takes the
+      variables it kept and runs ``model_fn`` once;
+    * in a train step whose ``model_fn`` looks rows up in a table it trains
+      (``est.layers.embedding_lookup``, feature columns), once more, abstractly, to check
+      that the table is read only through lookups (sparse updates,
+      ``estimator.engine.sparse``);
+    * a later call with the same input signature runs it no more (its program is
+      compiled), unless ``model_fn`` returned hooks: then once, abstractly, so the hooks
+      are new objects, as TF's;
+    * a shorter last batch is another input signature (except for ``masks_padding``
+      models, whose last batch is padded).
+
     Raises:
       ValueError: TF's messages: no model_fn, a bad config, model_dir disagreeing with
         ``config.model_dir``, ``model_fn`` arguments other than features, labels, mode,
@@ -80,8 +98,7 @@ class Estimator:
     ) -> None:
         self._config = config_with_model_dir(config, model_dir)
         distribute.connect(self._config)  # a TF_CONFIG cluster: join it before any device use
-        compilation_cache.enable(self._config.compilation_cache_dir)  # before any compile
-        threefry.unroll()
+        platform.configure(self._config.compilation_cache_dir)  # before any compile
         if not model_fn:
             raise ValueError("model_fn must be provided to Estimator.")
         verify_model_fn_args(model_fn, params)
@@ -193,6 +210,8 @@ class Estimator:
           ModelDirBusyError: another ``train()`` (in any process) is writing to
             ``model_dir`` (TF lets both run and interleave their checkpoints; see
             ``estimator.engine.model_dir_lock``).
+          estimator.checkpoint.DataLossError: the latest checkpoint is damaged (without
+            ``RunConfig(restore_fallback=True)``, which resumes from the newest intact one).
         """
         if self._config.task_type in (TaskType.EVALUATOR, TaskType.PS):
             raise ValueError(
@@ -215,6 +234,8 @@ class Estimator:
 
     def _train_locked(self, input_fn, hooks, steps, max_steps, saving_listeners) -> None:
         latest = self.latest_checkpoint()
+        if self._config.restore_fallback:
+            latest = self._runtime.intact_checkpoint(latest)
         if max_steps is not None:
             start = ckpt.read_meta(latest)["global_step"] if latest else 0
             if max_steps <= start:

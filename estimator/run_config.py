@@ -20,8 +20,9 @@ from typing import Any
 
 import jax
 
-from estimator import compilation_cache as compilation_cache
+from estimator import platform
 from estimator.inputs import fn_args
+from estimator.io.paths import local_path
 
 __all__ = ["RunConfig", "TaskType"]
 
@@ -56,6 +57,7 @@ _EXTRA_REPLACEABLE = [
     "save_checkpoint_on_preemption",
     "compilation_cache_dir",
     "variable_partitions",
+    "restore_fallback",
 ]
 
 _SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
@@ -108,6 +110,8 @@ def _validate(config: RunConfig) -> None:
             raise ValueError(message)
 
     check("model_dir", lambda d: d, "model_dir should be non-empty")
+    if config.model_dir:
+        local_path(config.model_dir, "model_dir")  # a URL would become a local directory
     check("save_summary_steps", lambda s: s >= 0, "save_summary_steps should be >= 0")
     check("save_checkpoints_steps", lambda s: s >= 0, "save_checkpoints_steps should be >= 0")
     check("save_checkpoints_secs", lambda s: s >= 0, "save_checkpoints_secs should be >= 0")
@@ -184,6 +188,8 @@ def _model_dir(tf_config: dict, model_dir) -> str | None:
     in_config = tf_config.get("model_dir")
     if in_config == "":
         raise ValueError("model_dir in TF_CONFIG should be non-empty.")
+    if in_config:
+        local_path(in_config, 'TF_CONFIG["model_dir"]')
     if in_config:
         if model_dir and in_config != model_dir:
             raise ValueError(
@@ -275,7 +281,7 @@ class RunConfig:
         ``estimator.engine.interrupt``). False keeps TF's behaviour: SIGTERM ends the process at
         once and the steps since the last checkpoint are lost.
       compilation_cache_dir: keyword-only; where JAX keeps compiled programs across
-        processes (``estimator.compilation_cache``): by default
+        processes (``estimator.platform``): by default
         ``$JAX_ESTIMATOR_CACHE_DIR`` or ``~/.cache/jax-estimator/xla``; None turns it off.
         Ignored when the process has set JAX's cache directory itself.
       variable_partitions: keyword-only ``{regex: jax.sharding.PartitionSpec}``: variables
@@ -284,6 +290,13 @@ class RunConfig:
         splits a large table's rows over the ``data`` axis — with their optimizer slots;
         the others are replicated. Checkpoints keep the shards (each process writes its
         own) and restore onto any mesh. Needs a mesh (``mesh=``, or a multi-process job).
+      restore_fallback: keyword-only; when the latest checkpoint is damaged (a file that
+        cannot be read, an array that does not match its checksum: see
+        ``estimator.checkpoint``), ``train()`` moves it aside (renamed
+        ``damaged.model.ckpt_<step>``), logs which checkpoint it skipped and why, and
+        resumes from the newest intact one. False (the default, as TF) raises
+        ``estimator.checkpoint.DataLossError``. The chief checks the checkpoint it resumes
+        from before training (one more read of it).
 
     Raises:
       ValueError: TF's messages for invalid values (e.g. "save_summary_steps should be >=
@@ -316,6 +329,7 @@ class RunConfig:
         save_checkpoint_on_preemption: bool = True,
         compilation_cache_dir: str | None = _USE_DEFAULT,
         variable_partitions: dict | None = None,
+        restore_fallback: bool = False,
     ) -> None:
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, 600
@@ -355,10 +369,11 @@ class RunConfig:
             mesh=mesh,
             steps_per_execution=steps_per_execution,
             save_checkpoint_on_preemption=bool(save_checkpoint_on_preemption),
-            compilation_cache_dir=compilation_cache.default_dir()
+            compilation_cache_dir=platform.default_cache_dir()
             if compilation_cache_dir is _USE_DEFAULT
             else compilation_cache_dir,
             variable_partitions=variable_partitions,
+            restore_fallback=bool(restore_fallback),
         )
         for key, value in values.items():
             object.__setattr__(self, "_" + key, value)
@@ -516,6 +531,7 @@ class RunConfig:
     save_checkpoint_on_preemption = property(lambda self: self._save_checkpoint_on_preemption)
     compilation_cache_dir = property(lambda self: self._compilation_cache_dir)
     variable_partitions = property(lambda self: self._variable_partitions)
+    restore_fallback = property(lambda self: self._restore_fallback)
     cluster_spec = property(lambda self: self._cluster_spec)
     task_type = property(lambda self: self._task_type)
     task_id = property(lambda self: self._task_id)
@@ -542,6 +558,8 @@ def config_with_model_dir(config, model_dir) -> RunConfig:
         raise ValueError(f"config must be an instance of `RunConfig`, but provided {config}.")
     if model_dir is not None:
         model_dir = os.fspath(model_dir)
+        if model_dir:
+            model_dir = local_path(model_dir, "model_dir")
         if config.model_dir is not None and config.model_dir != model_dir:
             raise ValueError(
                 "`model_dir` are set both in constructor and `RunConfig`, but with different "

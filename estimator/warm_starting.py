@@ -54,6 +54,7 @@ Where this differs from TF (each a TF surprise):
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import os
 import re
@@ -66,7 +67,9 @@ import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator.export import read_variables
+from estimator.export._integrity import verify
 from estimator.export._loader import MANIFEST
+from estimator.io.paths import local_path
 from estimator.vocab_remap import VocabInfo, remap
 
 __all__ = ["WarmStartSettings", "VocabInfo", "variable_names"]
@@ -116,8 +119,7 @@ class WarmStartSettings(
     ):
         if not ckpt_to_initialize_from:
             raise ValueError("`ckpt_to_initialize_from` MUST be set in WarmStartSettings")
-        if isinstance(ckpt_to_initialize_from, bytes):
-            ckpt_to_initialize_from = ckpt_to_initialize_from.decode()
+        ckpt_to_initialize_from = local_path(ckpt_to_initialize_from, "ckpt_to_initialize_from")
         if vars_to_warm_start is not None and not isinstance(vars_to_warm_start, str):
             if not isinstance(vars_to_warm_start, (list, tuple)):
                 raise ValueError(
@@ -213,15 +215,16 @@ class _Source:
 
     def __init__(self, location: str) -> None:
         self.where, self.kind = _resolve(location)
-
-        saved = read_variables(self.where)
+        opt_state = None
+        if self.kind == "checkpoint":  # checked against its checksums
+            saved, opt_state = ckpt.read_checkpoint(self.where)
+        else:  # checked against the manifest's sha256 of every file
+            with open(os.path.join(self.where, MANIFEST)) as f:
+                verify(self.where, json.load(f).get("files"))
+            saved = read_variables(self.where)
         self.values: dict[str, Any] = {**saved["non_trainable"], **saved["trainable"]}
         self.trainable = set(saved["trainable"])
-        opt_path = os.path.join(self.where, "opt_state")
-        if self.kind == "checkpoint" and os.path.isdir(opt_path):
-            import orbax.checkpoint as ocp
-
-            opt_state = ocp.StandardCheckpointer().restore(opt_path)
+        if opt_state is not None:
             for name, value in _slot_values(opt_state, self.trainable).items():
                 self.values.setdefault(name, value)
 

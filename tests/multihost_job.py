@@ -3,6 +3,8 @@
 Usage: ``python multihost_job.py MODEL_DIR TASK_TYPE INDEX PORTS [--steps N]`` with
 ``TF_CONFIG`` built from ``PORTS`` (comma-separated: chief, then workers), or
 ``python multihost_job.py MODEL_DIR single 0 - --devices 4`` for one process with 4 devices.
+``--devices`` is each process's device count (2 by default; 1 is the common cluster shape,
+one process per accelerator); ``PORTS`` has one port per process of the training job.
 ``TASK_TYPE`` ``own`` starts ``jax.distributed`` itself, without TF_CONFIG (process
 ``INDEX`` of 2). ``--train-and-evaluate`` runs ``train_and_evaluate`` instead
 (``TASK_TYPE`` may then be ``evaluator``, a task outside the training job). Prints one
@@ -45,7 +47,7 @@ import optax  # noqa: E402
 
 import estimator as est  # noqa: E402
 
-GLOBAL_BATCH = 16
+GLOBAL_BATCH = 12  # splits evenly over 1, 2, 3 and 4 devices, and 1 to 3 processes
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(GLOBAL_BATCH * 4, 4)).astype(np.float32)
 Y = (X @ np.array([1.0, -2.0, 0.5, 0.25], np.float32) + 0.3).astype(np.float32)
@@ -68,7 +70,7 @@ def model_fn(features, labels, mode):
 
 
 def input_fn(input_context):
-    """Global batch j is X[16j:16j+16]; pipeline i of n reads its 16/n rows of each."""
+    """Global batch j is X[12j:12j+12]; pipeline i of n reads its 12/n rows of each."""
     n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
     local = GLOBAL_BATCH // n
     j = 0

@@ -215,10 +215,51 @@ def test_estimator_attributes(name):
     assert hasattr(canned.experimental.RNNClassifier, name)
 
 
+# tf.estimator.RunConfig()'s values in TF 2.15.1 without TF_CONFIG, read there (and
+# cluster_spec: a ClusterSpec whose as_dict() is {}).
+TF_RUN_CONFIG_DEFAULTS = {
+    "checkpoint_save_graph_def": True,
+    "device_fn": None,
+    "eval_distribute": None,
+    "evaluation_master": "",
+    "experimental_max_worker_delay_secs": None,
+    "global_id_in_cluster": 0,
+    "is_chief": True,
+    "keep_checkpoint_every_n_hours": 10000,
+    "keep_checkpoint_max": 5,
+    "log_step_count_steps": 100,
+    "master": "",
+    "model_dir": None,
+    "num_ps_replicas": 0,
+    "num_worker_replicas": 1,
+    "protocol": None,
+    "save_checkpoints_secs": 600,
+    "save_checkpoints_steps": None,
+    "save_summary_steps": 100,
+    "service": None,
+    "session_config": None,
+    "session_creation_timeout_secs": 7200,
+    "task_id": 0,
+    "task_type": "worker",
+    "tf_random_seed": None,
+    "train_distribute": None,
+}
+
+
 @pytest.mark.parametrize("name", TF_RUN_CONFIG_ATTRIBUTES)
-def test_run_config_attributes(name):
+def test_run_config_attributes(name, monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
     config = est.RunConfig()
-    getattr(config, name)  # a property or method: reading it must not fail
+    if name == "replace":  # the one method: a new config with a field changed
+        assert config.replace(save_summary_steps=7).save_summary_steps == 7
+        assert config.save_summary_steps == 100
+        return
+    value = getattr(config, name)
+    if name == "cluster_spec":
+        assert value.as_dict() == {} and value.jobs == []
+        return
+    expected = TF_RUN_CONFIG_DEFAULTS[name]
+    assert value == expected and type(value) is type(expected), (name, value)
 
 
 @pytest.mark.parametrize("name", TF_FEATURE_COLUMN)

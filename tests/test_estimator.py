@@ -14,7 +14,7 @@ import pytest
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator.engine import compiler
+from estimator.engine import compile_policy as policy
 
 # y = 2 * x0 - x1 + 1 on a fixed grid: a linear model learns it exactly.
 X = np.stack([np.linspace(-1, 1, 40), np.cos(np.arange(40))], axis=1).astype(np.float32)
@@ -284,14 +284,79 @@ def test_evaluate_given_checkpoint(tmp_path):
         e.evaluate(eval_input(), checkpoint_path=str(tmp_path / "nowhere"))
 
 
-def test_a_fresh_train_traces_model_fn_once_for_its_initial_state(tmp_path):
-    # One trace gives the state's shapes and the initial-state program (jax caches it);
-    # the step's program traces model_fn for its sparse tables, its outputs' shapes and
-    # the step: 4 traces. 40 examples in batches of 8: no shorter last batch, one program.
-    e = make(tmp_path)
+class CountingModelFn:
+    """``linear_model_fn`` counting its calls (as TF 2.15's tests count ``model_fn`` calls)."""
+
+    def __init__(self, hooks=False, table=False):
+        self.calls, self.hooks, self.table = 0, hooks, table
+
+    def __call__(self, features, labels, mode, params):
+        self.calls += 1
+        spec = linear_model_fn(features, labels, mode, params)
+        if self.table:  # a lookup table: its rows are trained row by row
+            table = est.get_variable("table", [4, 1], initializer=np.ones((4, 1), np.float32))
+            rows = est.layers.embedding_lookup(table, jnp.zeros(X[:1].shape, jnp.int32))
+            if spec.loss is not None:
+                train_op = spec.train_op and est.sparse_updates(spec.train_op)
+                spec = spec._replace(loss=spec.loss + rows.sum(), train_op=train_op)
+        if self.hooks:
+            hooks = [est.SessionRunHook()]
+            spec = spec._replace(
+                training_hooks=hooks, evaluation_hooks=hooks, prediction_hooks=hooks
+            )
+        return spec
+
+
+def test_model_fn_runs_twice_for_a_first_call_and_never_per_step(tmp_path):
+    """When and why model_fn runs (Estimator's docstring): once abstractly to create the
+    variables (init) and once to build the step, for the first call in a mode and input
+    signature; never again for that signature; evaluation and prediction after training
+    reuse training's variables (one run). TF runs it once per call (its graph creates and
+    uses the variables in one pass)."""
+    model_fn = CountingModelFn()
+    e = make(tmp_path, model_fn=model_fn)
+    # 40 examples in batches of 8: no shorter last batch, one program.
     e.train(train_input(epochs=1), steps=5)
-    assert e.trace_count == 4
+    assert (model_fn.calls, e.trace_count) == (2, 2)  # init + the train step
     assert e.runtime.compile_counts() == {"train": 1}
+    e.train(train_input(epochs=1), steps=5)
+    assert model_fn.calls == 2  # the same signature: nothing traced again
+    e.evaluate(eval_input(batch_size=8))
+    assert model_fn.calls == 3  # the evaluation step alone (training's variables)
+    e.evaluate(eval_input(batch_size=8))
+    list(e.predict(eval_input(batch_size=8)))
+    assert model_fn.calls == 4  # the prediction step alone
+    list(e.predict(eval_input(batch_size=8)))
+    assert model_fn.calls == 4
+    # A new Estimator on the checkpoint: init + step, once per mode.
+    fresh_fn = CountingModelFn()
+    fresh = make(tmp_path, model_fn=fresh_fn)
+    fresh.evaluate(eval_input(batch_size=8))
+    assert fresh_fn.calls == 2
+    fresh.evaluate(eval_input(batch_size=8))
+    assert fresh_fn.calls == 2
+
+
+def test_model_fn_returning_hooks_runs_once_per_call_as_in_tf(tmp_path):
+    # Hooks made inside model_fn are new objects on every call, as TF's: a call whose
+    # program exists runs model_fn once more, forward and abstractly, for them.
+    model_fn = CountingModelFn(hooks=True)
+    e = make(tmp_path, model_fn=model_fn)
+    e.train(train_input(epochs=1), steps=5)
+    assert model_fn.calls == 2
+    e.train(train_input(epochs=1), steps=5)
+    assert model_fn.calls == 3
+    assert e.runtime.compile_counts() == {"train": 1}
+
+
+def test_a_model_with_a_row_wise_table_runs_model_fn_once_more_to_plan_it(tmp_path):
+    # Init records the tables lookup_rows reads; the train step runs model_fn once more,
+    # abstractly, to check that the table is read only through lookups (sparse updates).
+    model_fn = CountingModelFn(table=True)
+    e = make(tmp_path, model_fn=model_fn)
+    e.train(train_input(epochs=1), steps=5)
+    assert model_fn.calls == 3
+    assert e.runtime.compiler("train").info.row_tables == ("table",)
 
 
 def test_evaluate_compiles_its_program_while_the_checkpoint_is_read(tmp_path, monkeypatch):
@@ -302,7 +367,7 @@ def test_evaluate_compiles_its_program_while_the_checkpoint_is_read(tmp_path, mo
 
     def restore(*args, **kwargs):
         compiler = e.runtime.compiler("eval")
-        seen.append(len(compiler._pending) + len(compiler._compiled))  # started before
+        seen.append(compiler.compiling() + len(compiler.compiled_signatures()))  # started
         return original(*args, **kwargs)
 
     monkeypatch.setattr(ckpt, "restore", restore)
@@ -685,7 +750,7 @@ def test_programs_run_a_few_times_are_compiled_for_compile_speed(tmp_path, monke
     # for run speed, and a short one after it keeps that program; a long evaluation of
     # unknown length (a generator) runs at XLA's defaults too, a short one (steps) not.
     long = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=16, shuffle=False)
-    assert long().batch_count == 80 > compiler.FEW_BATCHES
+    assert long().batch_count == 80 > policy.FEW_BATCHES
     for input_fn, steps, expected in [
         (long, None, {"jit_eval_steps": None}),
         (est.inputs.numpy_input_fn({"x": X}, Y, 8, shuffle=False), None, {}),
@@ -707,10 +772,10 @@ def test_a_last_batch_compiled_for_compile_speed_is_compiled_again_for_a_long_ru
     # compile speed. Training at batch 8 then compiles its program again, for run speed.
     e = make(tmp_path, log_step_count_steps=None)
     e.train(est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=1, shuffle=False))
-    compiled = e.runtime.compiler(est.ModeKeys.TRAIN)._compiled
-    assert sorted(entry.runs for entry in compiled.values()) == [compiler.ONCE, compiler.MANY]
+    train = e.runtime.compiler(est.ModeKeys.TRAIN)
+    assert sorted(train.compiled_signatures().values()) == [policy.ONCE, policy.MANY]
     e.train(est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=1, shuffle=False))
-    assert [entry.runs for entry in compiled.values()] == [compiler.MANY, compiler.MANY]
+    assert list(train.compiled_signatures().values()) == [policy.MANY, policy.MANY]
     assert e.runtime.compile_counts()["train"] == 3
 
 

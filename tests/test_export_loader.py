@@ -329,3 +329,13 @@ def test_cli_run_unknown_signature(export_path, tmp_path, capsys):
     assert "No signature 'classify'; the export has ['serving_default']." in capsys.readouterr().err
     assert cli_main(["run", export_path, "--inputs", str(request)]) == 0
     assert sorted(json.loads(capsys.readouterr().out)) == ["class_ids", "logits", "probabilities"]
+
+
+def test_cli_run_names_an_inputs_file_that_is_not_json(export_path, tmp_path, capsys):
+    request = tmp_path / "rows.json"
+    request.write_text('{"x": [[1, 2] [3, 4]]}')  # a missing comma at char 14
+    assert cli_main(["run", export_path, "--inputs", str(request)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: the inputs file {request} is not valid JSON: ")
+    assert "Expecting ',' delimiter at line 1 column 15 (char 14)" in err
+    assert '{"instances": [{"age": 39}, {"age": 50}]}' in err

@@ -121,7 +121,10 @@ def test_damaged_checkpoint_files_are_named(tmp_path, item, content, named):
         est.Estimator(model_fn, str(tmp_path)).train(feed(), steps=1)
     message = str(info.value)
     assert message.startswith(f"The checkpoint {checkpoint} is corrupt: ")
-    assert named in message and f"Delete {checkpoint} to go back" in message
+    previous = os.path.join(str(tmp_path), "model.ckpt_0")
+    assert named in message
+    assert f"Delete or move {checkpoint} (training then resumes from the previous " in message
+    assert f"checkpoint, {previous}; RunConfig(restore_fallback=True)" in message
     # Following the advice resumes from the previous checkpoint (step 0).
     shutil.rmtree(checkpoint)
     e2 = est.Estimator(model_fn, str(tmp_path))

@@ -3,6 +3,11 @@
 In-process tests raise the signal from a hook at a known step; the stress test sends
 SIGINT/SIGTERM to a training subprocess at random moments and checks that it exits
 promptly and leaves only complete checkpoints. ``INTERRUPT_STRESS_RUNS=50`` runs 50.
+
+A shell that starts a job in the background (``cmd &``, ``nohup``, cron, some CI runners)
+leaves SIGINT ignored in it and in its children, and the library rightly leaves an ignored
+SIGINT alone: every test that relies on Ctrl-C's usual effect sets that disposition itself
+(the ``sigint_as_in_a_terminal`` fixture here, ``signal.signal`` first thing in the children).
 """
 
 import os
@@ -32,6 +37,15 @@ Y = (X[:, 0] > 0).astype(np.float32)
 
 def input_fn(epochs=None):
     return est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=epochs, shuffle=False)
+
+
+@pytest.fixture(autouse=True)
+def sigint_as_in_a_terminal():
+    """SIGINT raises KeyboardInterrupt (Python's handler), whatever this process inherited;
+    the inherited disposition comes back afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 class SignalAt(est.SessionRunHook):
@@ -107,7 +121,9 @@ def test_preemption_checkpoint_can_be_turned_off():
 
 CHILD = textwrap.dedent(
     """
-    import sys
+    import signal, sys
+    if sys.argv[4] == "1":  # Ctrl-C as in a terminal, even when the suite runs in the background
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np, optax
     import estimator as est
 
@@ -141,25 +157,31 @@ CHILD = textwrap.dedent(
         fn = est.inputs.numpy_input_fn({"x": x}, y, batch_size=1, shuffle=False)
         while True:
             e.evaluate(fn, hooks=[Ready()])
+    if mode == "steps":  # a fixed number of steps, then exit 0
+        e.train(fn, steps=int(sys.argv[5]), hooks=[Ready()])
+        print("global_step", e.get_variable_value("global_step"), flush=True)
+        sys.exit(0)
     while True:
         e.train(fn, steps=10**9, hooks=[Ready()])
     """
 )
 
 
+def _child(tmp_path, model_dir, mode, preempt=True, sigint_default=True, *extra, **popen):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    argv = [str(model_dir), mode, "1" if preempt else "0", "1" if sigint_default else "0"]
+    return subprocess.Popen(
+        [sys.executable, str(script), *argv, *extra], stdout=subprocess.PIPE, text=True, **popen
+    )
+
+
 def _interrupt(tmp_path, mode, signum, preempt=True, delay=(0.0, 1.5)):
     """Starts a child, sends ``signum`` a random delay after its loop starts; returns
     (return code, seconds from the signal to the exit, model_dir)."""
     model_dir = tmp_path / f"run{random.getrandbits(32)}"
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
     with open(tmp_path / "stderr.txt", "w") as err:
-        child = subprocess.Popen(
-            [sys.executable, str(script), str(model_dir), mode, "1" if preempt else "0"],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
+        child = _child(tmp_path, model_dir, mode, preempt, stderr=err)
         try:
             assert child.stdout.readline().strip() == "ready"
             time.sleep(random.uniform(*delay))
@@ -211,6 +233,30 @@ def test_stress_sigint_at_random_moments(tmp_path, run):
     assert code in (1, -signal.SIGINT), code  # KeyboardInterrupt ended the process
     assert seconds < 5, seconds
     _assert_consistent(model_dir)
+
+
+def test_an_inherited_ignored_sigint_is_respected(tmp_path):
+    """A job started in the background inherits SIGINT ignored: Ctrl-C (a SIGINT to the
+    process) must not stop its training; it runs its steps and exits 0."""
+
+    model_dir = tmp_path / "run"
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what `cmd &` does: inherited
+    try:
+        child = _child(tmp_path, model_dir, "steps", True, False, "300", stderr=subprocess.DEVNULL)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        for _ in range(3):
+            child.send_signal(signal.SIGINT)
+            time.sleep(0.05)
+        out, _ = child.communicate(timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == 0
+    assert "global_step 300" in out
+    assert est.Estimator(model_fn, str(model_dir)).latest_checkpoint().endswith("_300")
 
 
 def test_stress_sigterm_saves_at_the_current_step(tmp_path):

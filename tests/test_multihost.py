@@ -128,7 +128,7 @@ def test_uneven_process_batch_names_the_fix():
         place({"x": np.zeros((6, 1))})
 
 
-# ----- real jobs: 2 processes x 2 devices ---------------------------------------------------
+# ----- real jobs: processes x devices ------------------------------------------------------
 
 
 def _free_ports(n):
@@ -162,35 +162,79 @@ def _result(process, timeout=180):
     return json.loads(line[len("RESULT ") :])
 
 
-def _job(model_dir, *extra, own=False):
-    """A chief and a worker (TF_CONFIG), or with ``own`` two processes of a job the
-    program starts itself (``jax.distributed.initialize``, no TF_CONFIG)."""
-    ports = _free_ports(2)
-    chief = _launch(model_dir, "own" if own else "chief", 0, ports, *extra)
-    worker = _launch(model_dir, "own" if own else "worker", 1 if own else 0, ports, *extra)
-    return _result(chief), _result(worker)
+def _job(model_dir, *extra, own=False, processes=2, devices=2):
+    """A chief and ``processes - 1`` workers (TF_CONFIG), each with ``devices`` devices,
+    or with ``own`` two processes of a job the program starts itself
+    (``jax.distributed.initialize``, no TF_CONFIG). Returns their results, chief first."""
+    ports = _free_ports(processes)
+    extra = (*extra, "--devices", str(devices))
+    launched = [_launch(model_dir, "own" if own else "chief", 0, ports, *extra)]
+    for index in range(processes - 1):
+        task_index = index + 1 if own else index
+        launched.append(_launch(model_dir, "own" if own else "worker", task_index, ports, *extra))
+    return [_result(p) for p in launched]
 
 
+def _single(model_dir, devices=1):
+    return _result(_launch(model_dir, "single", 0, "-", "--devices", str(devices)))
+
+
+def _assert_same_training(run, reference):
+    np.testing.assert_allclose(run["w"], reference["w"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(run["b"], reference["b"], rtol=1e-5)
+    for key in ("mae", "loss", "global_step"):
+        assert run["metrics"][key] == pytest.approx(reference["metrics"][key], rel=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("processes", "devices"), [(2, 1), (3, 1), (2, 2)], ids=["2x1", "3x1", "2x2"]
+)
+def test_cluster_shapes_train_as_one_process(tmp_path, processes, devices):
+    """A chief and workers (TF_CONFIG) with one device each — one process per accelerator,
+    the most common cluster shape, which crashed in orbax at the first save — or several:
+    every process ends with the weights of one process reading the same global batches,
+    and the job's checkpoints restore in a single process."""
+    reference = _single(tmp_path / "single")
+    runs = _job(tmp_path / "multi", processes=processes, devices=devices)
+    assert [(r["process"], r["processes"], r["devices"]) for r in runs] == [
+        (i, processes, processes * devices) for i in range(processes)
+    ]
+    for run in runs:
+        _assert_same_training(run, reference)
+    assert [c for c in runs[0]["checkpoints"] if c.startswith("model.ckpt")] == [
+        "model.ckpt_0",
+        "model.ckpt_3",
+        "model.ckpt_6",
+    ]
+    # The checkpoints restore here, in one process (with this suite's 4 devices).
+    import multihost_job as job
+
+    e = est.Estimator(job.model_fn, str(tmp_path / "multi"), est.RunConfig(tf_random_seed=3))
+    np.testing.assert_allclose(e.get_variable_value("w"), runs[0]["w"], rtol=1e-6)
+    restored = e.evaluate(job.eval_input_fn, name="restored")
+    for key in ("mae", "loss", "global_step"):
+        assert restored[key] == pytest.approx(runs[0]["metrics"][key], rel=1e-5)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("partition", "own"),
-    [(False, False), (True, False), (False, True)],
-    ids=["replicated", "sharded", "own_init"],
+    [(True, False), (False, True)],
+    ids=["sharded", "own_init"],
 )
 def test_two_processes_train_as_one_with_four_devices(tmp_path, partition, own):
     """Sharded: ``w`` split over the 4 devices of the 2 processes (each process saves its
     shards); the checkpoint still reads back whole in one process. Own init: the program
     called ``jax.distributed.initialize`` itself; process 0 is the chief."""
-    reference = _result(_launch(tmp_path / "single", "single", 0, "-", "--devices", "4"))
+    reference = _single(tmp_path / "single", devices=4)
     chief, worker = _job(tmp_path / "multi", *(["--partition"] if partition else []), own=own)
     assert (reference["processes"], reference["devices"]) == (1, 4)
     assert (chief["processes"], chief["devices"]) == (2, 4)
     assert (chief["process"], worker["process"]) == (0, 1)
     # The same global batches (each process fed its half): the same weights and metrics.
     for run in (chief, worker):
-        np.testing.assert_allclose(run["w"], reference["w"], rtol=1e-5)
-        np.testing.assert_allclose(run["b"], reference["b"], rtol=1e-5)
-        for key in ("mae", "loss", "global_step"):
-            assert run["metrics"][key] == pytest.approx(reference["metrics"][key], rel=1e-5)
+        _assert_same_training(run, reference)
     # One set of checkpoints (saved together at 0, 3 and 6) and the chief's event files.
     model_dir = tmp_path / "multi"
     assert [c for c in chief["checkpoints"] if c.startswith("model.ckpt")] == [
@@ -231,19 +275,23 @@ def test_a_killed_worker_fails_the_chief_quickly_and_a_restart_resumes(tmp_path)
     assert chief_result["metrics"]["global_step"] == complete + 3
 
 
-def test_train_and_evaluate_with_an_evaluator_task(tmp_path):
+@pytest.mark.slow
+@pytest.mark.parametrize("devices", [1, 2])
+def test_train_and_evaluate_with_an_evaluator_task(tmp_path, devices):
     """TF_CONFIG chief + worker train one job; the ``evaluator`` task, outside it, evaluates
     each new checkpoint, exports, and exits after the one at ``max_steps``; its metrics are
-    those the training processes compute over the same data."""
+    those the training processes compute over the same data. All three exit 0, with one
+    device each (one process per accelerator) as with two."""
     model_dir = tmp_path / "job"
     ports = _free_ports(2)
-    extra = ("--train-and-evaluate", "--steps", "9")
+    extra = ("--train-and-evaluate", "--steps", "9", "--devices", str(devices))
     evaluator = _launch(model_dir, "evaluator", 0, ports, *extra)
     chief = _launch(model_dir, "chief", 0, ports, *extra)
     worker = _launch(model_dir, "worker", 0, ports, *extra)
     chief_result, _ = _result(chief), _result(worker)
     evaluated = _result(evaluator)
     assert evaluated["processes"] == 1 and chief_result["processes"] == 2
+    assert chief_result["devices"] == 2 * devices
     assert evaluated["metrics"]["global_step"] == 9
     for key in ("mae", "loss"):
         assert evaluated["metrics"][key] == pytest.approx(chief_result["metrics"][key], rel=1e-5)

@@ -42,7 +42,8 @@ def evaluated_steps(estimator, name=None) -> list[int]:
 
 
 class FakeTime:
-    """``time`` for estimator.training.run: ``time()`` is set by the test, ``sleep`` recorded."""
+    """``time`` for estimator.training.run: ``time()`` is set by the test, ``sleep`` recorded
+    (and advances it)."""
 
     def __init__(self, on_sleep=None):
         self.now = 0.0
@@ -54,6 +55,7 @@ class FakeTime:
 
     def sleep(self, secs):
         self.sleeps.append(secs)
+        self.now += secs
         if self.on_sleep:
             self.on_sleep()
 
@@ -296,6 +298,38 @@ def test_evaluator_task_evaluates_new_checkpoints_until_max_steps(
     assert evaluated_steps(evaluator) == [4, 8]
     assert "Exiting evaluation, global_step=8 >= train max_steps=8" in caplog.text
     assert metrics["global_step"] == 8 and exports == []
+
+
+def test_an_evaluator_whose_training_died_says_what_it_waits_for(tmp_path, monkeypatch, caplog):
+    """The training job reached step 4 of max_steps=8 and died: the evaluator (TF's default
+    throttle_secs=600) evaluates step 4, then waits for a checkpoint that never comes,
+    saying so at least once a minute instead of sleeping 10 minutes in silence."""
+    make(tmp_path / "m", save_checkpoints_steps=4).train(TRAIN, max_steps=4)
+
+    class Stop(Exception):
+        pass
+
+    def give_up_after_three_throttles():
+        if fake.now > 3 * 600:
+            raise Stop
+
+    fake = FakeTime(on_sleep=give_up_after_three_throttles)
+    monkeypatch.setattr(training, "time", fake)
+    _set_task(monkeypatch, "evaluator")
+    evaluator = make(tmp_path / "m")
+    with caplog.at_level(logging.INFO, logger="estimator"), pytest.raises(Stop):
+        train_and_evaluate(evaluator, TrainSpec(TRAIN, max_steps=8), eval_spec(throttle_secs=600))
+    assert evaluated_steps(evaluator) == [4]
+    assert max(fake.sleeps) <= training.WAIT_LOG_SECS  # never a minute without a check
+    waits = [r for r in caplog.records if r.getMessage().startswith("The evaluator is waiting")]
+    # 1,800 s of fake time, a line at most every 60 s: at least 29 lines (the first after
+    # the first 60 s); each names what it waits for.
+    assert len(waits) >= 29
+    assert (
+        f"The evaluator is waiting for a new checkpoint in {evaluator.model_dir} (to reach "
+        "max_steps=8; last evaluated global_step: 4; newest checkpoint: model.ckpt_4, written"
+    ) in waits[-1].getMessage()
+    assert "If the training job has stopped, no more checkpoints will come" in caplog.text
 
 
 def test_chief_trains_without_evaluating_and_worker_too(tmp_path, monkeypatch):

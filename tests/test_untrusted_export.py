@@ -156,6 +156,29 @@ def test_a_malformed_manifest_entry_is_named(copy):
         est.export.load(copy)
 
 
+@pytest.mark.parametrize(
+    ("output", "problem"),
+    [
+        ("logits", "the function returns it as float32, not integer ids"),
+        ("ghost", "the function does not return it"),
+    ],
+)
+def test_an_output_vocabulary_that_does_not_fit_the_function_is_named_at_load(
+    copy, output, problem
+):
+    def edit(manifest):
+        outputs = manifest["signatures"]["serving_default"]["outputs"]
+        outputs.setdefault(output, {"dtype": "string", "shape": [None]})["vocabulary"] = ["a"]
+
+    _edit_manifest(copy, edit)
+    with pytest.raises(
+        ValueError,
+        match=rf"Signature 'serving_default': the manifest maps output '{output}' through a "
+        rf"vocabulary, but {problem}\. The export's manifest does not fit its functions",
+    ):
+        est.export.load(copy, verify_files=False)
+
+
 def test_a_manifest_without_checksums_needs_verify_files_false(copy):
     def edit(manifest):
         del manifest["files"]
@@ -169,7 +192,7 @@ def test_a_manifest_without_checksums_needs_verify_files_false(copy):
 
 def test_cli_run_reports_bad_input_without_a_traceback(copy, tmp_path, capsys):
     cases = {
-        "not json": "is not JSON",
+        "not json": "is not valid JSON: Expecting value at line 1 column 1 (char 0)",
         json.dumps({"instances": [1, 2]}): "'instances' must be a list of objects",
         json.dumps({"inputs": {"x": "abc"}}): "Input 'x' must be float32",
         json.dumps({"inputs": {"y": [1]}}): "Wrong inputs: missing ['x'], unexpected ['y']",
@@ -180,8 +203,7 @@ def test_cli_run_reports_bad_input_without_a_traceback(copy, tmp_path, capsys):
         assert cli_main(["run", copy, "--inputs", str(request)]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and "Traceback" not in err
-        if message != "is not JSON":
-            assert message in err, err
+        assert message in err, err
     assert cli_main(["run", copy, "--inputs", str(tmp_path / "absent.json")]) == 2
     assert "No such file or directory" in capsys.readouterr().err
     open(os.path.join(copy, FUNCTION), "ab").write(b"tail")

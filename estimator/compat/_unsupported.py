@@ -89,18 +89,6 @@ HINTS: dict[str, str] = {
     ),
     "tf.sparse": _NO_SPARSE,
     "tf.SparseTensor": _NO_SPARSE,
-    "tf.io.parse_example": (
-        "tf.Example parsing: export with estimator.export.build_parsing_serving_input_receiver_fn "
-        "(serving) and feed features as arrays (training)."
-    ),
-    "tf.parse_example": (
-        "tf.Example parsing: export with estimator.export.build_parsing_serving_input_receiver_fn "
-        "(serving) and feed features as arrays (training)."
-    ),
-    "tf.data.TFRecordDataset": (
-        "TFRecord files: read them with grain.experimental.TFRecordIterDataset or convert to "
-        "arrays and use tf.data.Dataset.from_tensor_slices."
-    ),
     "tf.nn.rnn_cell": "Recurrent cells are not provided; write the cell with jax.lax.scan.",
     "tf.nn.dynamic_rnn": "Recurrent layers are not provided; write the loop with jax.lax.scan.",
     "tf.data.Dataset.zip": "Zip the arrays before slicing: from_tensor_slices((a, b)).",
@@ -118,16 +106,6 @@ for _name in (
     "add_queue_runner QueueRunner queue_runner Coordinator match_filenames_once"
 ).split():
     HINTS[f"tf.train.{_name}"] = _QUEUES
-_EXAMPLES = (
-    "tf.Example protos are not built here: an export's parsing receiver "
-    "(tf.estimator.export.build_parsing_serving_input_receiver_fn) takes feature values "
-    "directly; write TFRecords with the tensorflow or protobuf package if you need them."
-)
-for _name in (
-    "Example SequenceExample Feature Features FeatureList FeatureLists BytesList FloatList "
-    "Int64List"
-).split():
-    HINTS[f"tf.train.{_name}"] = _EXAMPLES
 HINTS["tf.contrib.learn"] = (
     "tf.contrib.learn became tf.estimator: use tf.estimator.Estimator, the canned "
     "estimators and tf.estimator.inputs.numpy_input_fn."

@@ -11,6 +11,7 @@
 See the README's "Running on several machines".
 """
 
+from estimator.distribute.cluster import barrier as barrier
 from estimator.distribute.cluster import check_same as check_same
 from estimator.distribute.cluster import connect as connect
 from estimator.distribute.cluster import input_end_timeout as input_end_timeout
@@ -21,6 +22,7 @@ from estimator.distribute.cluster import shared_seed as shared_seed
 from estimator.distribute.input_context import InputContext as InputContext
 from estimator.distribute.placement import AgreedEnd as AgreedEnd
 from estimator.distribute.placement import SyncedTimer as SyncedTimer
+from estimator.distribute.placement import place as place
 from estimator.distribute.placement import process_local as process_local
 from estimator.distribute.placement import process_local_placement as process_local_placement
 from estimator.distribute.sharding import state_shardings as state_shardings
@@ -29,12 +31,14 @@ __all__ = [
     "AgreedEnd",
     "InputContext",
     "SyncedTimer",
+    "barrier",
     "check_same",
     "connect",
     "input_end_timeout",
     "is_chief",
     "mesh_for",
     "multi_process",
+    "place",
     "process_local",
     "process_local_placement",
     "shared_seed",

@@ -174,3 +174,10 @@ def check_same(what: str, value: str) -> None:
             f"{jax.process_index()} has {value!r}, which differs from another's. Use one "
             f"{what} on a file system every host mounts (e.g. NFS) at the same path."
         ) from None
+
+
+def barrier(name: str) -> None:
+    """Waits until every process of the job reaches the barrier ``name`` (nothing in a
+    single process); ``name`` must be reached in the same order everywhere."""
+    if multi_process():
+        multihost_utils.sync_global_devices(name)

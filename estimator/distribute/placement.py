@@ -18,7 +18,7 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
-__all__ = ["AgreedEnd", "SyncedTimer", "process_local", "process_local_placement"]
+__all__ = ["AgreedEnd", "SyncedTimer", "place", "process_local", "process_local_placement"]
 
 
 def process_local_placement(mesh) -> Callable:
@@ -45,6 +45,32 @@ def process_local_placement(mesh) -> Callable:
         return jax.make_array_from_process_local_data(sharding, x)
 
     return lambda batch: jax.tree.map(leaf, batch)
+
+
+def place(tree, shardings):
+    """``jax.device_put(tree, shardings)``, also where a sharding spans several processes.
+
+    An array of this process alone (a fresh initial state, a warm-started one) goes through
+    the host on its way to a sharding that spans processes: with one device per process,
+    JAX's ``device_put`` of a one-device array onto a sharding whose only local device is
+    that array's own reuses the buffer as the global array's single shard, and that array's
+    ``addressable_shards`` raises ("When making an array from single-device arrays the
+    input arrays must have one shard each"), which orbax's save reads: every such job died
+    at its first checkpoint. Arrays already spanning processes, and host arrays, are placed
+    by ``device_put`` as they are.
+    """
+    leaves, treedef = jax.tree.flatten(tree)
+    targets = treedef.flatten_up_to(shardings)
+    leaves = [
+        np.asarray(x)
+        if isinstance(x, jax.Array)
+        and x.is_fully_addressable
+        and where is not None
+        and not where.is_fully_addressable
+        else x
+        for x, where in zip(leaves, targets, strict=True)
+    ]
+    return jax.device_put(treedef.unflatten(leaves), shardings)
 
 
 def process_local(tree, mesh):

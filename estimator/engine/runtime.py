@@ -22,7 +22,8 @@ import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import distribute
-from estimator.engine.compiler import FEW_BATCHES, RunPlan, StepCompiler, signature
+from estimator.engine.compile_policy import FEW_BATCHES, RunPlan
+from estimator.engine.compiler import StepCompiler, signature
 from estimator.engine.default_hooks import default_training_hooks
 from estimator.engine.eval_results import host_value
 from estimator.engine.interrupt import SignalGuard
@@ -142,6 +143,31 @@ class Runtime:
             # Estimator): re-list its checkpoints so no save is skipped as "already there".
             self._checkpointer.reload()
         return self._checkpointer
+
+    def intact_checkpoint(self, latest: str | None) -> str | None:
+        """``latest``, or the newest intact checkpoint before it (``RunConfig(
+        restore_fallback=True)``): each damaged one is logged and moved aside by the chief
+        (``checkpoint.quarantine``); None when none is intact. Every process of a job
+        checks the same checkpoints and reaches the same answer."""
+        while latest is not None:
+            try:
+                ckpt.verify_checkpoint(latest)
+                break
+            except ckpt.DataLossError as err:
+                previous = ckpt.previous_checkpoint(latest)
+                moved = ckpt.quarantine(latest) if self.is_chief else None
+                logger.warning(
+                    "restore_fallback: skipping the damaged checkpoint %s%s; resuming from "
+                    "%s. What is wrong with it: %s",
+                    latest,
+                    f" (moved to {moved})" if moved else "",
+                    previous or "fresh variables (no earlier checkpoint)",
+                    err,
+                )
+                latest = previous
+        if self.processes > 1:
+            distribute.barrier("estimator_restore_fallback")  # the chief's renames are done
+        return latest
 
     def resolve_checkpoint(self, checkpoint_path, what: str) -> str | None:
         """A checkpoint path (or the latest in a directory) for ``what`` (a verb for errors);
@@ -309,7 +335,13 @@ class Runtime:
             abstract = self.states.abstract(compiler, first)
         else:
             state = abstract = state._replace(opt_state=None)
-        acc = compiler.empty_accumulator(abstract, *first)
+        try:
+            acc = compiler.empty_accumulator(abstract, *first)  # model_fn's trace
+        except ValueError:
+            if state is not None or not self.states.retry_without_kept(compiler, first):
+                raise
+            abstract = self.states.abstract(compiler, first)
+            acc = compiler.empty_accumulator(abstract, *first)
         plan = self._plan(prefetcher, first, _few_batches(prefetcher, steps))
         compiler.precompile((abstract, acc), first, plan)
         self._precompile_last_batch(compiler, (abstract, acc), first, prefetcher, plan)
@@ -356,7 +388,13 @@ class Runtime:
             return
         state = self.states.read(compiler, first, path, training=False)
         plan = self._plan(prefetcher, first, _few_batches(prefetcher))
-        info = compiler.prepare_run(state, *first, plan=plan)
+        try:
+            info = compiler.prepare_run(state, *first, plan=plan)  # model_fn's trace
+        except ValueError:
+            if not self.states.retry_without_kept(compiler, first):
+                raise
+            state = self.states.read(compiler, first, path, training=False)
+            info = compiler.prepare_run(state, *first, plan=plan)
         self._precompile_last_batch(compiler, (state,), first, prefetcher, plan)
         all_hooks = hooks + list(info.hooks)
         for hook in all_hooks:

@@ -39,7 +39,9 @@ from estimator.model.train_op import row_wise
 __all__ = ["Rows", "gather", "plan", "scatter", "zero_deltas"]
 
 
-def plan(run: Callable, trainable: dict, args: tuple) -> dict[str, int]:
+def plan(
+    run: Callable, trainable: dict, args: tuple, looked_up: frozenset | None = None
+) -> dict[str, int]:
     """The tables to update row by row, with the number of ids each looks up per step.
 
     Args:
@@ -47,6 +49,9 @@ def plan(run: Callable, trainable: dict, args: tuple) -> dict[str, int]:
         on the given variables with ``access`` in its frame.
       trainable: ``{name: array}`` (traced or abstract).
       args: the other inputs of ``run`` (arrays, traced or abstract).
+      looked_up: the variables ``lookup_rows`` read when the model was initialised (None:
+        not known, every table is a candidate). Without candidates ``model_fn`` is not
+        traced.
 
     Returns:
       ``{name: number of ids}`` (empty when nothing qualifies).
@@ -55,7 +60,9 @@ def plan(run: Callable, trainable: dict, args: tuple) -> dict[str, int]:
     candidates = [
         n
         for n in names
-        if trainable[n].ndim >= 1 and jnp.issubdtype(trainable[n].dtype, jnp.inexact)
+        if trainable[n].ndim >= 1
+        and jnp.issubdtype(trainable[n].dtype, jnp.inexact)
+        and (looked_up is None or n in looked_up)
     ]
     if not candidates:
         return {}

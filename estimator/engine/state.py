@@ -45,6 +45,8 @@ class StateSource:
         self.compilers = compilers
         self._cache: tuple[str, TrainState] | None = None
         self._abstracts: dict = {}  # (mode, batch signature) -> abstract state
+        self._from_kept: set = set()  # keys whose abstract came from the kept state
+        self._not_kept: set = set()  # keys for which the kept state's variables did not fit
         self._readers: weakref.WeakSet = weakref.WeakSet()  # see lend()
 
     def keep(self, path: str, state: TrainState) -> None:
@@ -57,12 +59,27 @@ class StateSource:
         self._readers.add(reader)
 
     def abstract(self, compiler: StepCompiler, batch) -> TrainState:
-        """The state's shapes and dtypes (with its sharding) for this mode's model; traced
-        once per mode and batch signature (``model_fn`` is not traced again per call)."""
+        """The state's shapes and dtypes (with its sharding) for this mode's model, decided
+        once per mode and batch signature. Evaluation and prediction after a ``train()`` or
+        ``evaluate()`` of this Estimator take the kept state's variables (every mode reads
+        the variables training created: ``model_fn`` is not run again to create them);
+        otherwise ``model_fn`` runs once, abstractly, in init mode."""
         key = (compiler.mode, signature(batch))
         if key not in self._abstracts:
             labels = batch[1] if len(batch) > 1 else None
-            abstract = compiler.abstract_state(batch[0], labels)
+            if (
+                compiler.mode != ModeKeys.TRAIN
+                and self._cache is not None
+                and key not in self._not_kept
+            ):
+                self._from_kept.add(key)
+                kept = self._cache[1]
+                abstract = jax.tree.map(
+                    lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype),
+                    kept._replace(opt_state=None),
+                )
+            else:
+                abstract = compiler.abstract_state(batch[0], labels)
             if self.sharding is not None:
                 abstract = jax.tree.map(
                     lambda s, where: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=where),
@@ -71,6 +88,19 @@ class StateSource:
                 )
             self._abstracts[key] = abstract
         return self._abstracts[key]
+
+    def retry_without_kept(self, compiler: StepCompiler, batch) -> bool:
+        """After the first trace of a mode failed on the kept state's variables (the model
+        now asks for others: see :meth:`abstract`), forgets them for this mode and batch
+        signature and returns True: the caller runs ``model_fn`` in init mode instead, and
+        a checkpoint's restore then says what differs. False when they were not used."""
+        key = (compiler.mode, signature(batch))
+        if key not in self._from_kept:
+            return False
+        self._from_kept.discard(key)
+        self._abstracts.pop(key, None)
+        self._not_kept.add(key)
+        return True
 
     def read(
         self,

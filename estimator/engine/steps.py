@@ -49,6 +49,9 @@ __all__ = [
     "eval_steps",
     "init_state",
     "predict_step",
+    "replay",
+    "run_model",
+    "traced",
     "train_step",
     "train_steps",
 ]
@@ -169,6 +172,13 @@ def _run(
     return spec, frame, outputs, info
 
 
+def run_model(model: ModelFunction, mode: str, state: TrainState, features, labels) -> StepInfo:
+    """The :class:`StepInfo` of one forward run of ``model_fn`` (its hooks: TF calls
+    ``model_fn``, and so creates its hooks anew, on every ``train``/``evaluate``/``predict``
+    call)."""
+    return _run(model, mode, state, features, labels)[3]
+
+
 def _check_trainable(trainable: dict) -> None:
     for name, value in trainable.items():
         if not jnp.issubdtype(value.dtype, jnp.inexact):
@@ -188,6 +198,7 @@ def init_state(model: ModelFunction, mode: str, features, labels, rng=None) -> T
       ValueError: a trainable variable that is not floating-point.
     """
     spec, frame = model.apply(mode, features, labels, key_data=rng)
+    model.init_lookups[mode] = frozenset(frame.lookups)
     _check_trainable(frame.trainable)
     opt_state = spec.train_op.init(frame.trainable) if mode == ModeKeys.TRAIN else None
     return TrainState(
@@ -202,7 +213,8 @@ def init_state(model: ModelFunction, mode: str, features, labels, rng=None) -> T
 
 def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) -> dict:
     """``{table: ids per step}`` to update row by row (``estimator.engine.sparse.plan``),
-    planned once per model and input shapes."""
+    planned once per model and input shapes. Only tables that ``lookup_rows`` read in the
+    init run are candidates: a model without lookups is not traced again to plan."""
 
     def run(trainable, access, non_trainable, features, labels, global_step, rng):
         variables = {"trainable": trainable, "non_trainable": non_trainable}
@@ -215,7 +227,8 @@ def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) ->
         tuple((x.shape, x.dtype) for x in jax.tree.leaves((state.trainable, args))),
     )
     if key not in model.sparse_plans:
-        model.sparse_plans[key] = sparse.plan(run, state.trainable, args)
+        looked_up = model.init_lookups.get(ModeKeys.TRAIN)  # None: no init run to ask
+        model.sparse_plans[key] = sparse.plan(run, state.trainable, args, looked_up)
     return model.sparse_plans[key]
 
 
@@ -308,9 +321,38 @@ def batch_stats(model: ModelFunction, state: TrainState, features, labels):
     return stats, outputs, info
 
 
+def traced(model: ModelFunction, function: Callable, *args) -> tuple:
+    """``function(model, *args)`` traced once per argument signature, kept on ``model``:
+    ``(closed jaxpr, abstract result)``. :func:`replay` runs it again without tracing
+    ``model_fn``: the structure a program needs before it is traced (an accumulator's) and
+    the program itself then come from one run of ``model_fn``."""
+    leaves, tree = jax.tree.flatten(args)
+    key = (function, tree, tuple((x.shape, x.dtype, _weak(x)) for x in leaves))
+    if key not in model.step_traces:
+        make = jax.make_jaxpr(functools.partial(function, model), return_shape=True)
+        model.step_traces[key] = make(*args)
+    return model.step_traces[key]
+
+
+def _weak(x) -> bool:
+    aval = getattr(x, "aval", x)
+    return bool(getattr(aval, "weak_type", False))
+
+
+def replay(trace: tuple, *args):
+    """The result of the function traced in ``trace`` (from :func:`traced` or
+    ``jax.make_jaxpr(..., return_shape=True)``) on ``args``, computed from its jaxpr."""
+    closed, shapes = trace
+    out = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *jax.tree.leaves(args))
+    return jax.tree.unflatten(jax.tree.structure(shapes), out)
+
+
 def eval_step(model: ModelFunction, state: TrainState, acc, features, labels):
-    """One evaluation step: ``(acc', outputs, info)``, the batch merged into ``acc``."""
-    stats, outputs, info = batch_stats(model, state, features, labels)
+    """One evaluation step: ``(acc', outputs, info)``, the batch merged into ``acc``.
+    ``batch_stats`` is replayed from its one trace (:func:`traced`), which also gave the
+    accumulator's structure (``StepCompiler.empty_accumulator``)."""
+    args = (state, features, labels)
+    stats, outputs, info = replay(traced(model, batch_stats, *args), *args)
     merged = {
         "metrics": {k: acc["metrics"][k].merge(stats["metrics"][k]) for k in acc["metrics"]},
         "loss_sum": acc["loss_sum"] + stats["loss_sum"],
@@ -325,12 +367,13 @@ def predict_step(model: ModelFunction, state: TrainState, features):
     return spec.predictions, outputs, info
 
 
-def _loop(step: Callable, outputs_of: Callable, carry, batches, n, stacked: bool):
-    """Runs ``step(carry, batch) -> (carry, outputs, info)`` on the first ``n`` batches in
-    one ``lax.fori_loop`` (the step is compiled once, whatever ``n``); returns the last
-    step's ``(carry, outputs, info)``. ``n`` is traced: 1 <= n <= the number of slots.
-    ``outputs_of(carry, batch)`` gives the step's outputs alone (``model_fn`` forward): the
-    loop carries them from zeros of their shapes.
+def _loop(step: Callable, fixed, carry, batches, n, stacked: bool):
+    """Runs ``step(fixed, carry, batch) -> (carry, outputs, info)`` on the first ``n``
+    batches in one ``lax.fori_loop`` (the step is compiled once, whatever ``n``); returns
+    the last step's ``(carry, outputs, info)``. ``n`` is traced: 1 <= n <= the number of
+    slots. The step is traced once (``model_fn`` runs once), outside the loop: its result's
+    structure gives the loop's outputs (carried from zeros of their shapes), and the loop's
+    body replays its jaxpr.
 
     ``batches`` is either
 
@@ -342,7 +385,6 @@ def _loop(step: Callable, outputs_of: Callable, carry, batches, n, stacked: bool
       copy): a step picks one with ``lax.switch``, so a call running fewer steps than it
       has slots (the others repeat the last batch) moves only the batches it runs.
     """
-    found = []
     if stacked:
         first = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), batches)
 
@@ -366,42 +408,29 @@ def _loop(step: Callable, outputs_of: Callable, carry, batches, n, stacked: bool
         def pick(i):
             return jax.lax.switch(i, branches)
 
-    def body(i, value):
-        carry, outputs, info = step(value[0], pick(i))
-        found.append(info)
-        return carry, outputs
+    trace = jax.make_jaxpr(step, return_shape=True)(fixed, carry, first)
+    _, output_shapes, info = trace[1]
 
-    shapes = jax.eval_shape(outputs_of, carry, first)
-    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    def body(i, value):
+        new_carry, outputs, _ = replay(trace, fixed, value[0], pick(i))
+        return new_carry, outputs
+
+    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), output_shapes)
     carry, outputs = jax.lax.fori_loop(0, n, body, (carry, zeros))
-    return carry, outputs, found[-1]
+    return carry, outputs, info
 
 
 def train_steps(model: ModelFunction, state: TrainState, batches, n, stacked: bool = False):
     """The first ``n`` of ``batches`` as train steps in one call (one compiled program per
     batch signature for any ``n`` up to the number of slots; ``stacked``: see
     :func:`_loop`); returns the last step's ``(state', outputs, info)``."""
-    return _loop(
-        lambda s, b: train_step(model, s, *b),
-        lambda s, b: _run(model, ModeKeys.TRAIN, s, *b)[2],
-        state,
-        batches,
-        n,
-        stacked,
-    )
+    return _loop(lambda _, s, b: train_step(model, s, *b), (), state, batches, n, stacked)
 
 
 def eval_steps(model: ModelFunction, state: TrainState, acc, batches, n, stacked: bool = False):
     """The first ``n`` of ``batches`` as evaluation steps in one call (as
     :func:`train_steps`)."""
-    return _loop(
-        lambda a, b: eval_step(model, state, a, *b),
-        lambda a, b: _run(model, ModeKeys.EVAL, state, *b)[2],
-        acc,
-        batches,
-        n,
-        stacked,
-    )
+    return _loop(lambda s, a, b: eval_step(model, s, a, *b), state, acc, batches, n, stacked)
 
 
 class Program(NamedTuple):

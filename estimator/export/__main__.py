@@ -12,6 +12,7 @@ see ``estimator.export.tf_saved_model``) and prints its path.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import sys
 
@@ -20,7 +21,20 @@ import numpy as np
 from estimator.export._loader import load
 
 
+def _decode_b64(value):
+    """``{"b64": "..."}`` -> bytes, recursively (TF Serving's JSON for binary strings, e.g.
+    serialized ``tf.Example`` under ``examples``)."""
+    if isinstance(value, dict):
+        if set(value) == {"b64"}:
+            return base64.b64decode(value["b64"], validate=True)
+        return {k: _decode_b64(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_b64(v) for v in value]
+    return value
+
+
 def _columns(payload) -> dict:
+    payload = _decode_b64(payload)
     if isinstance(payload, dict) and "instances" in payload:
         rows = payload["instances"]
         if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
@@ -35,6 +49,19 @@ def _columns(payload) -> dict:
     if isinstance(payload, dict):
         return payload
     raise ValueError("inputs JSON must be an object: {'inputs': {...}} or {'instances': [...]}")
+
+
+def _read_json(f, name: str):
+    """The JSON document in ``f``; a ValueError naming ``name`` and the position if it is
+    not valid JSON."""
+    try:
+        return json.load(f)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"the inputs file {name} is not valid JSON: {err.msg} at line {err.lineno} column "
+            f"{err.colno} (char {err.pos}). Expected an object such as "
+            '{"inputs": {"age": [39, 50]}} or {"instances": [{"age": 39}, {"age": 50}]}.'
+        ) from None
 
 
 def _jsonable(value):
@@ -113,7 +140,7 @@ def _run(args) -> int:
         )
         return 2
     with sys.stdin if args.inputs == "-" else open(args.inputs) as f:
-        columns = _columns(json.load(f))
+        columns = _columns(_read_json(f, "standard input" if args.inputs == "-" else args.inputs))
     outputs = model.signatures[args.signature](**columns)
     print(json.dumps({k: _jsonable(v) for k, v in sorted(outputs.items())}, indent=2))
     return 0

@@ -36,6 +36,7 @@ from estimator.export._receivers import (
     SupervisedInputReceiver,
     TensorServingInputReceiver,
 )
+from estimator.io.paths import local_path
 from estimator.mode_keys import ModeKeys
 from estimator.model.export_output import EvalOutput
 from estimator.model.strings import IndexToString
@@ -359,6 +360,7 @@ def export(
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {list(FORMATS)}; got {format!r}.")
+    export_dir_base = local_path(export_dir_base, "export_dir_base")
     if jax.process_count() > 1 and not estimator.runtime.is_chief:
         logger.info("The chief writes the export; process %d does not.", jax.process_index())
         return None

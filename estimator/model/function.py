@@ -94,6 +94,10 @@ class ModelFunction:
         self.arg_names = set(fn_args(model_fn))
         self.trace_count = 0
         self.sparse_plans: dict = {}  # see estimator.engine.steps._sparse_tables
+        # {mode: names of the variables lookup_rows read in the init run}: the tables a
+        # train step may update row by row (estimator.engine.steps._sparse_tables).
+        self.init_lookups: dict[str, frozenset] = {}
+        self.step_traces: dict = {}  # see estimator.engine.steps.traced
         # Batches may be padded (estimator.model.padding.masks_padding).
         self.masks_padding = bool(getattr(model_fn, "masks_padding", False))
 

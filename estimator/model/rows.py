@@ -107,10 +107,11 @@ def lookup_rows(params: jax.typing.ArrayLike, ids: jax.typing.ArrayLike) -> jax.
     ids = jnp.asarray(ids, jnp.int32)
     frame = current_frame()
     access = None if frame is None else frame.rows
-    if access is not None:
-        name = frame.by_id.get(id(params))
-        if name is not None:
-            rows = access.lookup(name, params, ids)
-            if rows is not None:
-                return rows
+    name = None if frame is None else frame.by_id.get(id(params))
+    if name is not None:
+        frame.lookups.add(name)  # the engine plans row-wise updates for these tables only
+    if access is not None and name is not None:
+        rows = access.lookup(name, params, ids)
+        if rows is not None:
+            return rows
     return _gather(jnp.asarray(params), ids)

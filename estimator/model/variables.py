@@ -74,6 +74,7 @@ class Frame:
     rng_count: int = 0
     by_id: dict[int, str] = field(default_factory=dict)
     rows: Any = None  # estimator.model.rows.RowAccess in a sparse train step, else None
+    lookups: set[str] = field(default_factory=set)  # variables read by lookup_rows
     row_mask: Any = None  # float32 [batch] of a padded batch (estimator.model.padding)
 
 

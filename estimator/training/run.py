@@ -56,6 +56,65 @@ def _clock() -> float:
     return time.time()  # looked up at call time: tests replace this module's ``time``
 
 
+#: The longest an evaluator task waits for a checkpoint without saying so (seconds).
+WAIT_LOG_SECS = 60.0
+
+
+def _sleep(seconds: float, waiting) -> None:
+    """Sleeps ``seconds`` in slices of at most ``WAIT_LOG_SECS``, checking ``waiting`` (a
+    :class:`_WaitLog`, or None) after each."""
+    end = _clock() + seconds
+    while (left := end - _clock()) > 0:
+        time.sleep(min(left, WAIT_LOG_SECS))
+        if waiting is not None:
+            waiting.check()
+
+
+class _WaitLog:
+    """An evaluator task's "still waiting" line: at most every ``WAIT_LOG_SECS``, and only
+    while the evaluator is waiting for training (not while it evaluates)."""
+
+    def __init__(self, model_dir: str, max_steps: int | None, evaluator: _Evaluator) -> None:
+        self._model_dir = model_dir
+        self._max_steps = max_steps
+        self._evaluator = evaluator
+        self._since = _clock()
+
+    def check(self) -> None:
+        now = _clock()
+        if now - self._since < WAIT_LOG_SECS:
+            return
+        self._since = now
+        newest = self._evaluator.latest_checkpoint()
+        evaluated = self._evaluator.eval_result
+        step = (
+            None
+            if evaluated is None or evaluated.metrics is None
+            else (evaluated.metrics.get("global_step"))
+        )
+        age = (
+            "none yet"
+            if newest is None
+            else (f"{os.path.basename(newest)}, written {now - _mtime(newest):.0f} s ago")
+        )
+        logger.warning(
+            "The evaluator is waiting for a new checkpoint in %s (to reach max_steps=%s; "
+            "last evaluated global_step: %s; newest checkpoint: %s). If the training job "
+            "has stopped, no more checkpoints will come: stop this task.",
+            self._model_dir,
+            self._max_steps,
+            step,
+            age,
+        )
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.path.getmtime(path)
+    except OSError:  # removed meanwhile (checkpoint retention)
+        return _clock()
+
+
 def _assert_eval_spec(eval_spec) -> None:
     if not isinstance(eval_spec, EvalSpec):
         raise TypeError(f"`eval_spec` must have type `estimator.EvalSpec`. Got: {type(eval_spec)}")
@@ -435,12 +494,18 @@ class _TrainingExecutor:
 
     def run_evaluator(self):
         """Evaluates each new checkpoint until one reaches ``max_steps`` (TF's
-        ``_start_continuous_evaluation``); returns the last ``(metrics, export_results)``."""
+        ``_start_continuous_evaluation``); returns the last ``(metrics, export_results)``.
+
+        Beyond TF: while no checkpoint at ``max_steps`` has been evaluated, a line at least
+        every ``WAIT_LOG_SECS`` (60 s) says what the evaluator waits for and how old the
+        newest checkpoint is, so an evaluator whose training job died is seen waiting, not
+        silent (TF logs nothing for up to 10 minutes at a time and waits forever)."""
         eval_spec, max_steps = self._eval_spec, self._train_spec.max_steps
         if eval_spec.start_delay_secs:
             logger.info("Waiting %f secs before starting eval.", eval_spec.start_delay_secs)
-            time.sleep(eval_spec.start_delay_secs)
+            _sleep(eval_spec.start_delay_secs, None)
         evaluator = _Evaluator(self._estimator, eval_spec, max_steps)
+        waiting = _WaitLog(self._estimator.model_dir, max_steps, evaluator)
         latest = None
         while True:
             if latest is not None and latest.status == _EvalStatus.EVALUATED:
@@ -454,10 +519,11 @@ class _TrainingExecutor:
                     return evaluator.eval_result.metrics, evaluator.export_results
             start = _clock()
             latest, _ = evaluator.evaluate_and_export()
+            waiting.check()
             difference = eval_spec.throttle_secs - (_clock() - start)
             if difference > 0:
                 logger.info("Waiting %f secs before starting next eval run.", difference)
-                time.sleep(difference)
+                _sleep(difference, waiting)
             elif eval_spec.throttle_secs == 0 and latest.status != _EvalStatus.EVALUATED:
                 logger.warning(
                     "EvalSpec.throttle_secs is set as 0. This might overload the job before "

@@ -1,6 +1,6 @@
-"""``tf.data`` (TF 1.15's ``tf.compat.v1.data``) on grain: ``Dataset``, ``TextLineDataset``
-and ``experimental``. See ``_dataset`` for how a pipeline runs and how it differs from
-TF's; the Estimator reads a ``Dataset`` returned by an ``input_fn`` through
+"""``tf.data`` (TF 1.15's ``tf.compat.v1.data``) on grain: ``Dataset``, ``TextLineDataset``,
+``TFRecordDataset`` and ``experimental``. See ``_dataset`` for how a pipeline runs and how
+it differs from TF's; the Estimator reads a ``Dataset`` returned by an ``input_fn`` through
 ``as_numpy_iterator()``, as it reads a real ``tf.data.Dataset`` when TensorFlow is
 installed; TF 1's ``make_one_shot_iterator().get_next()`` at the end of an ``input_fn`` works
 too (``_iterator``).
@@ -18,11 +18,13 @@ from estimator.compat.v1.data._iterator import (
 )
 from estimator.compat.v1.data._iterator import make_one_shot_iterator as make_one_shot_iterator
 from estimator.compat.v1.data._readers import TextLineDataset as TextLineDataset
+from estimator.compat.v1.data._readers import TFRecordDataset as TFRecordDataset
 
 __all__ = [
     "AUTOTUNE",
     "Dataset",
     "Iterator",
+    "TFRecordDataset",
     "TextLineDataset",
     "experimental",
     "make_initializable_iterator",
