@@ -213,12 +213,14 @@ def test_mnist_tpu_sample(tmp_path, capsys):
 @pytest.mark.slow
 def test_bert_style_fine_tuning_with_tpu_estimator_from_a_first_runs_checkpoint(tmp_path, capsys):
     # TF 1.15 code (tf.contrib.tpu): TF 2.15 cannot run it. A first run trains the encoder
-    # and classifier (use_tpu=False); a second run fine-tunes on other reviews for 9 steps,
-    # starting the bert/ variables from the first run's checkpoint (init_from_checkpoint in
-    # a scaffold_fn, use_tpu=True: the four devices of the test process share each batch).
+    # and classifier (use_tpu=False, features in memory); a second run fine-tunes on other
+    # reviews for 9 steps, starting the bert/ variables from the first run's checkpoint
+    # (init_from_checkpoint in a scaffold_fn, use_tpu=True: the four devices of the test
+    # process share each batch), its features written to and read from TFRecord files of
+    # tf.train.Example protos, as BERT's run_classifier.py does.
     common = ("--do_train", "--do_eval", "--num_tpu_cores", "4", "--seed", "2")
     first = run_app("bert_tpu", capsys, "--output_dir", str(tmp_path / "first"), *common,
-                    "--use_tpu=false")  # fmt: skip
+                    "--use_tpu=false", "--use_tfrecord=false")  # fmt: skip
     assert first["global_step"] == 156 and first["eval_accuracy"] >= 0.85  # 5 epochs of 32s
     tuned = run_app(
         "bert_tpu", capsys, "--output_dir", str(tmp_path / "tuned"), *common, "--do_predict",
@@ -227,11 +229,13 @@ def test_bert_style_fine_tuning_with_tpu_estimator_from_a_first_runs_checkpoint(
     )  # fmt: skip
     scratch = run_app(
         "bert_tpu", capsys, "--output_dir", str(tmp_path / "scratch"), *common,
-        "--use_tpu=false", "--data_seed", "2", "--num_train_epochs", "0.3",
+        "--use_tpu=false", "--use_tfrecord=false", "--data_seed", "2", "--num_train_epochs",
+        "0.3",
     )  # fmt: skip
     assert tuned["global_step"] == scratch["global_step"] == 9
     assert tuned["eval_accuracy"] >= 0.9  # from the first run's encoder
     assert scratch["eval_accuracy"] <= 0.6  # the same 9 steps from scratch: chance
     assert sum(p == e for p, e in zip(tuned["predicted"], tuned["expected"], strict=True)) >= 6
-    events = os.listdir(tmp_path / "tuned")
-    assert any(name.startswith("events.out.tfevents") for name in events)  # host_call
+    written = os.listdir(tmp_path / "tuned")
+    assert {"train.tf_record", "eval.tf_record", "predict.tf_record"} <= set(written)
+    assert any(name.startswith("events.out.tfevents") for name in written)  # host_call

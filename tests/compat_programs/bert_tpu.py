@@ -2,10 +2,13 @@
 BERT's ``run_classifier.py`` is (TF 1.15 code).
 
 What it keeps from the original: absl flags through ``tf.flags``; ``InputExample`` /
-``InputFeatures`` and a ``DataProcessor``; a vocabulary file and a tokenizer; an in-memory
-``input_fn_builder`` reading ``params["batch_size"]``; a Transformer encoder built with
-``tf.get_variable``, ``tf.layers.dense`` and ``tf.contrib.layers.layer_norm`` under BERT's
-variable names (``bert/embeddings/word_embeddings``,
+``InputFeatures`` and a ``DataProcessor``; a vocabulary file and a tokenizer; the features
+written as ``tf.train.Example`` s to TFRecord files (``tf.python_io.TFRecordWriter``) and
+read back by ``file_based_input_fn_builder`` (``tf.data.TFRecordDataset``,
+``tf.parse_single_example``, ``tf.contrib.data.map_and_batch``), or kept in memory
+(``input_fn_builder``, ``--use_tfrecord=false``), reading ``params["batch_size"]``; a
+Transformer encoder built with ``tf.get_variable``, ``tf.layers.dense`` and
+``tf.contrib.layers.layer_norm`` under BERT's variable names (``bert/embeddings/word_embeddings``,
 ``bert/encoder/layer_0/attention/self/query/kernel``, ``bert/pooler/dense``, ...); a
 ``model_fn_builder`` returning ``tf.contrib.tpu.TPUEstimatorSpec`` s with
 ``eval_metrics=(metric_fn, tensors)``, a ``host_call`` writing summaries and, for
@@ -52,6 +55,7 @@ flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save checkpoi
 flags.DEFINE_integer("iterations_per_loop", 50, "How many steps to make in each call.")
 flags.DEFINE_integer("data_seed", 1, "Seed of the synthetic reviews.")
 flags.DEFINE_integer("seed", None, "tf_random_seed of the RunConfig.")
+flags.DEFINE_bool("use_tfrecord", True, "Features through TFRecord files (else in memory).")
 flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
 flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use for training.")
 flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
@@ -160,6 +164,66 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
 def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer):
     """Convert a set of `InputExample`s to a list of `InputFeatures`."""
     return [convert_single_example(e, label_list, max_seq_length, tokenizer) for e in examples]
+
+
+def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
+                                            output_file):  # fmt: skip
+    """Convert a set of `InputExample`s to a TFRecord file."""
+    writer = tf.python_io.TFRecordWriter(output_file)
+    for example in examples:
+        feature = convert_single_example(example, label_list, max_seq_length, tokenizer)
+
+        def create_int_feature(values):
+            return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+        features = collections.OrderedDict()
+        features["input_ids"] = create_int_feature(feature.input_ids)
+        features["input_mask"] = create_int_feature(feature.input_mask)
+        features["segment_ids"] = create_int_feature(feature.segment_ids)
+        features["label_ids"] = create_int_feature([feature.label_id])
+        features["is_real_example"] = create_int_feature([int(feature.is_real_example)])
+        tf_example = tf.train.Example(features=tf.train.Features(feature=features))
+        writer.write(tf_example.SerializeToString())
+    writer.close()
+
+
+def file_based_input_fn_builder(input_file, seq_length, is_training, drop_remainder):
+    """Creates an `input_fn` closure to be passed to TPUEstimator."""
+    name_to_features = {
+        "input_ids": tf.FixedLenFeature([seq_length], tf.int64),
+        "input_mask": tf.FixedLenFeature([seq_length], tf.int64),
+        "segment_ids": tf.FixedLenFeature([seq_length], tf.int64),
+        "label_ids": tf.FixedLenFeature([], tf.int64),
+        "is_real_example": tf.FixedLenFeature([], tf.int64),
+    }
+
+    def _decode_record(record, name_to_features):
+        """Decodes a record to a TensorFlow example."""
+        example = tf.parse_single_example(record, name_to_features)
+        # tf.Example only supports tf.int64, but the TPU only supports tf.int32.
+        for name in list(example.keys()):
+            t = example[name]
+            if t.dtype == tf.int64:
+                t = tf.to_int32(t)
+            example[name] = t
+        return example
+
+    def input_fn(params):
+        batch_size = params["batch_size"]
+        d = tf.data.TFRecordDataset(input_file)
+        if is_training:
+            d = d.repeat()
+            d = d.shuffle(buffer_size=100)
+        d = d.apply(
+            tf.contrib.data.map_and_batch(
+                lambda record: _decode_record(record, name_to_features),
+                batch_size=batch_size,
+                drop_remainder=drop_remainder,
+            )
+        )
+        return d
+
+    return input_fn
 
 
 def input_fn_builder(features, seq_length, is_training, drop_remainder):
@@ -519,14 +583,26 @@ def main(_):
         predict_batch_size=FLAGS.predict_batch_size,
     )
     result = {}
-    if FLAGS.do_train:
-        train_features = convert_examples_to_features(
-            train_examples, label_list, FLAGS.max_seq_length, tokenizer
+
+    def make_input_fn(examples, name, is_training, drop_remainder):
+        if FLAGS.use_tfrecord:
+            path = os.path.join(FLAGS.output_dir, f"{name}.tf_record")
+            file_based_convert_examples_to_features(
+                examples, label_list, FLAGS.max_seq_length, tokenizer, path
+            )
+            return file_based_input_fn_builder(
+                path, FLAGS.max_seq_length, is_training, drop_remainder
+            )
+        features = convert_examples_to_features(
+            examples, label_list, FLAGS.max_seq_length, tokenizer
         )
+        return input_fn_builder(features, FLAGS.max_seq_length, is_training, drop_remainder)
+
+    if FLAGS.do_train:
         tf.logging.info("***** Running training *****")
         tf.logging.info("  Num examples = %d", len(train_examples))
         tf.logging.info("  Num steps = %d", num_train_steps)
-        train_input_fn = input_fn_builder(train_features, FLAGS.max_seq_length, True, True)
+        train_input_fn = make_input_fn(train_examples, "train", True, True)
         estimator.train(input_fn=train_input_fn, max_steps=num_train_steps)
     if FLAGS.do_eval:
         eval_examples = processor.get_dev_examples()
@@ -534,16 +610,11 @@ def main(_):
         if FLAGS.use_tpu:
             while len(eval_examples) % FLAGS.eval_batch_size != 0:
                 eval_examples.append(PaddingInputExample())
-        eval_features = convert_examples_to_features(
-            eval_examples, label_list, FLAGS.max_seq_length, tokenizer
-        )
         eval_steps = None
         if FLAGS.use_tpu:
             eval_steps = int(len(eval_examples) // FLAGS.eval_batch_size)
         eval_drop_remainder = True if FLAGS.use_tpu else False
-        eval_input_fn = input_fn_builder(
-            eval_features, FLAGS.max_seq_length, False, eval_drop_remainder
-        )
+        eval_input_fn = make_input_fn(eval_examples, "eval", False, eval_drop_remainder)
         evaluation = estimator.evaluate(input_fn=eval_input_fn, steps=eval_steps)
         output_eval_file = os.path.join(FLAGS.output_dir, "eval_results.txt")
         with tf.gfile.GFile(output_eval_file, "w") as writer:
@@ -559,12 +630,7 @@ def main(_):
         )
     if FLAGS.do_predict:
         predict_examples = processor.get_test_examples()
-        predict_features = convert_examples_to_features(
-            predict_examples, label_list, FLAGS.max_seq_length, tokenizer
-        )
-        predict_input_fn = input_fn_builder(
-            predict_features, FLAGS.max_seq_length, False, FLAGS.use_tpu
-        )
+        predict_input_fn = make_input_fn(predict_examples, "predict", False, FLAGS.use_tpu)
         predicted = []
         for prediction in estimator.predict(input_fn=predict_input_fn):
             predicted.append(label_list[int(np.argmax(prediction["probabilities"]))])
