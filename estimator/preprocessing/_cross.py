@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import jax
 import numpy as np
 
 from estimator.preprocessing._base import (
@@ -67,7 +68,8 @@ class Cross(Op):
             return ids.astype(np.int64).view(np.uint64), ids >= 0
         memo = ("Cross._values", key)  # crosses of one batch share a raw key's fingerprints
         raw = _require(features, key, self.describe())
-        if memo not in cache and np.asarray(raw).dtype.kind == "f" and np.ndim(raw) > 0:
+        dense_float = isinstance(raw, (np.ndarray, jax.Array)) and raw.dtype.kind == "f"
+        if memo not in cache and dense_float and raw.ndim > 0:
             # TF's sparse_cross casts a float feature to int64 (truncating), every value
             # present: crossed_column(["age", "sex"]) crosses the whole years.
             x = np.asarray(raw)
