@@ -84,6 +84,7 @@ def dnn_logits(
                 )
             layer_summary(net, name)
         logits = est.layers.dense(net, units, name="logits")
+        est.identity(logits, "logits/BiasAdd")  # TF's graph name (for hooks)
         layer_summary(logits, "logits")
     return logits
 

@@ -304,8 +304,10 @@ def get_variable(
         value = frame.assigned[full]
     if regularizer is not None and first_use:
         # Once per variable and model_fn call: TF adds the loss when the variable is created,
-        # not again when it is reused.
-        frame.regularization.append(regularizer(value))
+        # not again when it is reused; a regularizer returning None adds nothing, as TF's.
+        loss = regularizer(value)
+        if loss is not None:
+            frame.regularization.append(loss)
     frame.by_id[id(value)] = full
     return value
 
