@@ -20,6 +20,7 @@ from estimator import initializers as initializers
 from estimator import inputs as inputs
 from estimator import layers as layers
 from estimator import metrics as metrics
+from estimator import modules as modules
 from estimator import preprocessing as preprocessing
 from estimator import summary as summary
 from estimator.checkpoint import Checkpointer as Checkpointer
@@ -89,6 +90,7 @@ __all__ = [
     "inputs",
     "layers",
     "metrics",
+    "modules",
     "preprocessing",
     "summary",
     "Checkpointer",

@@ -75,6 +75,8 @@ class Frame:
     by_id: dict[int, str] = field(default_factory=dict)
     rows: Any = None  # estimator.model.rows.RowAccess in a sparse train step, else None
     row_mask: Any = None  # float32 [batch] of a padded batch (estimator.model.padding)
+    mode: str | None = None  # the ModeKeys value model_fn runs in (estimator.modules)
+    dtype_policy: Any = None  # estimator.model.dtype_policy.DTypePolicy, or None
 
 
 def _frame(what: str) -> Frame:
