@@ -47,13 +47,17 @@ class Size:
     classes: int
 
 
-SMALL = Size(batch=8, features=6, hidden=16, image=6, channels=4, seq=5, model=8, heads=2, classes=3)
+SMALL = Size(
+    batch=8, features=6, hidden=16, image=6, channels=4, seq=5, model=8, heads=2, classes=3
+)
 BENCH = Size(
     batch=128, features=64, hidden=256, image=16, channels=16, seq=16, model=64, heads=4, classes=10
 )
 
 
-def batches(arch: str, size: Size, count: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+def batches(
+    arch: str, size: Size, count: int, seed: int = 0
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """``count`` batches ``(x, y)`` of the architecture's inputs and int32 labels."""
     rng = np.random.default_rng(seed)
     shape = {
@@ -261,9 +265,7 @@ def linen_case(arch: str, size: Size) -> Case:
 
     def hand_loop(initial: dict, tx):
         x0 = jnp.zeros((size.batch, *_input_shape(arch, size)), jnp.float32)
-        variables = jax.eval_shape(
-            lambda: module.init(jax.random.key(0), x0, **train_kwargs)
-        )
+        variables = jax.eval_shape(lambda: module.init(jax.random.key(0), x0, **train_kwargs))
         filled = {
             c: traverse_util.unflatten_dict(
                 {
@@ -450,7 +452,9 @@ def _state_indices(eqx, model) -> dict:
 #: The Estimator's names of the Keras models' weights, in ``model.weights`` order: the
 #: layers' Keras names without the model's and with the numbering of a fresh process.
 KERAS_NAMES = {
-    "mlp": [f"{layer}/{w}" for layer in ("dense", "dense_1", "dense_2") for w in ("kernel", "bias")],
+    "mlp": [
+        f"{layer}/{w}" for layer in ("dense", "dense_1", "dense_2") for w in ("kernel", "bias")
+    ],
     "cnn": [
         "conv2d/kernel",
         "batch_normalization/gamma",

@@ -16,15 +16,17 @@ from __future__ import annotations
 import os
 
 import jax
+import modules_zoo as zoo
 import numpy as np
 import optax
 import pytest
 
 import estimator as est
-import modules_zoo as zoo
 
 STEPS = 4
-LIBRARIES = [lib for lib in zoo.LIBRARIES if lib != "keras" or os.environ.get("KERAS_BACKEND") == "jax"]
+LIBRARIES = [
+    lib for lib in zoo.LIBRARIES if lib != "keras" or os.environ.get("KERAS_BACKEND") == "jax"
+]
 
 
 class Snapshots(est.SessionRunHook):
@@ -53,7 +55,9 @@ def test_estimator_training_equals_the_library_own_loop(library, arch, tmp_path)
     case = zoo.case(library, arch)
     data = zoo.batches(arch, case.size, STEPS)
     snapshots = Snapshots()
-    config = est.RunConfig(tf_random_seed=3, save_checkpoints_steps=None, save_checkpoints_secs=None)
+    config = est.RunConfig(
+        tf_random_seed=3, save_checkpoints_steps=None, save_checkpoints_secs=None
+    )
     estimator = est.Estimator(zoo.model_fn_for(case, make_tx), str(tmp_path), config)
     estimator.train(lambda: iter([({"x": x}, y) for x, y in data]), hooks=[snapshots])
 

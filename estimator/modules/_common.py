@@ -120,10 +120,14 @@ class Binding:
         self.non_trainable = non_trainable
         self._frame = frame
 
-    def params(self) -> dict:
+    def params(self, full_precision: Callable[[str], bool] = lambda path: False) -> dict:
         """The trainable values as the module computes with them: cast to the compute
-        dtype under a mixed dtype policy, as stored otherwise."""
-        return dtype_policy.autocast(self.trainable)
+        dtype under a mixed dtype policy (except the paths ``full_precision`` names), as
+        stored otherwise."""
+        return {
+            path: value if full_precision(path) else dtype_policy.autocast(value)
+            for path, value in self.trainable.items()
+        }
 
     def update(self, new_state: Mapping[str, Any]) -> None:
         """Assigns the state the module changed (``{module path: new value}``; unchanged

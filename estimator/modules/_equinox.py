@@ -48,7 +48,11 @@ def equinox(
     **call_kwargs)`` returning ``(outputs, state)`` when stateful, with ``key=`` a fresh
     key each step (``est.next_rng_key()``) when its ``__call__`` takes ``key`` and
     ``call_kwargs`` does not give one. Under a mixed dtype policy the floating inputs and
-    trainable arrays are cast to the compute dtype first.
+    trainable arrays are cast to the compute dtype first (as ``jmp`` casts an Equinox
+    model), except those of stateful layers: an ``eqx.nn.BatchNorm`` computes in float32
+    with its float32 state (it needs float32 inputs: cast them, ``x.astype(jnp.float32)``,
+    a no-op at full precision), so by JAX's promotion what follows it is float32 unless
+    the module casts it back.
 
     Equinox layers take one example: vmap inside your module's ``__call__``, or pass
     ``vmap=True`` to map the module over the leading (batch) axis of every input, state
@@ -93,7 +97,10 @@ def equinox(
     binding = _common.bind(
         "equinox", frame, scope, trainable, {**constants, **state_specs}, initial
     )
-    params = binding.params()
+    # Stateful layers (eqx.nn.BatchNorm) keep float32 weights beside their float32 state,
+    # as Keras' batch normalization does under a mixed policy.
+    stateful = tuple(path.rpartition("/")[0] + "/" for path in indices)
+    params = binding.params(lambda path: path.startswith(stateful))
     values = {**params, **{p: binding.non_trainable[p] for p in constants}}
     module = eqx.combine(
         jax.tree_util.tree_map_with_path(

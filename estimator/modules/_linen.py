@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import zlib
 from typing import Any
@@ -47,7 +48,9 @@ def linen(module: Any, *inputs: Any, name: str | None = None, **apply_kwargs: An
     one of ``train``, ``training``, ``is_training`` (set to ``mode == ModeKeys.TRAIN``)
     or ``deterministic``, ``use_running_average`` (set to its negation) and
     ``apply_kwargs`` does not give it, it is passed. Under a mixed dtype policy the
-    floating inputs and ``"params"`` are cast to the compute dtype before the call.
+    floating inputs and ``"params"`` are cast to the compute dtype before the call, and
+    so are the floating inputs of every submodule's ``__call__`` (as Keras layers cast
+    theirs): batch statistics stay float32.
 
     Args:
       module: an unbound ``flax.linen.Module`` (the same or an equal one on every call).
@@ -132,9 +135,10 @@ def linen(module: Any, *inputs: Any, name: str | None = None, **apply_kwargs: An
     }
     rngs = {"dropout": next_rng_key(), **streams}
     mutable = [c for c in flat if c != "params"] if training else False
-    if not mutable:
-        return module.apply(variables, *inputs, rngs=rngs, **kwargs)
-    outputs, updates = module.apply(variables, *inputs, rngs=rngs, mutable=mutable, **kwargs)
+    with _autocast_calls(nn):
+        if not mutable:
+            return module.apply(variables, *inputs, rngs=rngs, **kwargs)
+        outputs, updates = module.apply(variables, *inputs, rngs=rngs, mutable=mutable, **kwargs)
     binding.update(
         {
             p: v
@@ -163,3 +167,18 @@ def _add_training_flag(module, kwargs: dict, training: bool) -> None:
         if argument in parameters and argument not in kwargs:
             kwargs[argument] = training if meaning else not training
             return
+
+
+def _autocast_calls(nn):
+    """Under a mixed policy, casts the floating inputs of every submodule's ``__call__`` to
+    the compute dtype (what Keras layers do to their inputs), so that layers after one
+    returning float32 (a ``BatchNorm`` whose statistics are float32) still compute in it."""
+    if dtype_policy.compute_dtype() is None:
+        return contextlib.nullcontext()
+
+    def interceptor(next_fun, args, kwargs, context):
+        if context.method_name == "__call__":
+            args = dtype_policy.autocast(args)
+        return next_fun(*args, **kwargs)
+
+    return nn.intercept_methods(interceptor)

@@ -36,8 +36,9 @@ def nnx(make: Callable[[Any], Any], *inputs: Any, name: str | None = None, **cal
     (``module.eval()``) otherwise, then called as ``module(*inputs, **call_kwargs)``.
     Calling ``nnx`` again with the same ``name`` in one ``model_fn`` call shares the
     parameters. Under a mixed dtype policy (``RunConfig(dtype_policy=...)``) the floating
-    inputs and parameters are cast to the compute dtype before the call (statistics stay
-    float32; NNX's own dtype promotion applies inside).
+    inputs and parameters are cast to the compute dtype before the call, and layers whose
+    ``dtype`` (NNX's computation dtype) is None compute in it: a ``BatchNorm`` keeps its
+    statistics in float32 and returns the compute dtype.
 
     Args:
       make: ``rngs -> nnx.Module``; it must build the same structure on every call.
@@ -63,17 +64,22 @@ def nnx(make: Callable[[Any], Any], *inputs: Any, name: str | None = None, **cal
     """
     flax_nnx = _common.require("flax.nnx", "flax", "nnx")
     frame = _common.model_frame("nnx")
-    abstract = flax_nnx.eval_shape(lambda: make(flax_nnx.Rngs(0)))
-    if not isinstance(abstract, flax_nnx.Module):
-        raise TypeError(
-            "estimator.modules.nnx(make, ...): make(rngs) must return an nnx.Module, e.g. "
-            f"lambda rngs: nnx.Linear(4, 2, rngs=rngs); it returned {type(abstract).__name__}."
-        )
+
+    def checked(rngs):
+        module = make(rngs)
+        if not isinstance(module, flax_nnx.Module):
+            raise TypeError(
+                "estimator.modules.nnx(make, ...): make(rngs) must return an nnx.Module, e.g. "
+                f"lambda rngs: nnx.Linear(4, 2, rngs=rngs); it returned {type(module).__name__}."
+            )
+        return module
+
+    abstract = flax_nnx.eval_shape(lambda: checked(flax_nnx.Rngs(0)))
     filters = (flax_nnx.Param, flax_nnx.RngState, ...)
     graphdef, params, rng_state, rest = flax_nnx.split(abstract, *filters)
 
     def initial(key):
-        module = make(flax_nnx.Rngs(key))
+        module = checked(flax_nnx.Rngs(key))
         _, p, _, r = flax_nnx.split(module, *filters)
         return {**_flat(flax_nnx, p), **_flat(flax_nnx, r)}
 
@@ -91,6 +97,13 @@ def nnx(make: Callable[[Any], Any], *inputs: Any, name: str | None = None, **cal
         module.train()
     else:
         module.eval()
+    compute = dtype_policy.compute_dtype()
+    if compute is not None:
+        # NNX's own mixed precision: a layer's ``dtype`` is its computation dtype (its
+        # parameters stay float32); layers left at None (infer) compute in the policy's.
+        for _, sub in flax_nnx.iter_modules(module):
+            if getattr(sub, "dtype", False) is None:
+                sub.dtype = compute
     outputs = module(*dtype_policy.autocast(inputs), **call_kwargs)
     binding.update(_flat(flax_nnx, flax_nnx.state(module, flax_nnx.Not(filters[0]))))
     return outputs
