@@ -573,7 +573,7 @@ def _keras_transformer_class():
             self.down = keras.layers.Dense(d)
             self.out = keras.layers.Dense(size.classes)
 
-        def call(self, x):
+        def call(self, x, training=False):
             h = self.ln1(x)
             x = x + self.attention(h, h)
             x = x + self.down(self.up(self.ln2(x)))
