@@ -496,19 +496,37 @@ def test_import_estimator_imports_no_module_library():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.slow
-def test_keras_cases_in_a_fresh_process(tmp_path):
-    env = {**os.environ, "KERAS_BACKEND": "jax"}
-    report = tmp_path / "keras.xml"
-    out = subprocess.run(
+KERAS_TEST = "test_keras_cases_in_a_fresh_process"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def keras_process(request, tmp_path_factory):
+    """When ``KERAS_TEST`` is selected, the fresh process running the Keras cases, started
+    with this module's first test so that it runs beside the others (on another core)."""
+    if KERAS or not any(item.name == KERAS_TEST for item in request.session.items):
+        yield None
+        return
+    report = tmp_path_factory.mktemp("keras") / "keras.xml"
+    process = subprocess.Popen(
         [
             sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
             "-k", "keras and not fresh_process and not another_backend",
             f"--junitxml={report}", "tests/test_modules.py", "tests/test_modules_numbers.py",
         ],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        cwd=ROOT, env={**os.environ, "KERAS_BACKEND": "jax"}, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    yield process, report
+    if process.poll() is None:  # the test did not wait for it (deselected, failed early)
+        process.kill()
+        process.communicate()
+
+
+@pytest.mark.slow
+def test_keras_cases_in_a_fresh_process(keras_process):
+    process, report = keras_process
+    output, _ = process.communicate(timeout=900)
+    assert process.returncode == 0, output[-8000:]
     ran = report.read_text()
     # Every Keras case ran: the module tests' and the three architectures of requirement 3.
     assert 'failures="0"' in ran and 'errors="0"' in ran and 'skipped="0"' in ran
