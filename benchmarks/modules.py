@@ -18,7 +18,8 @@ pre-generated batches:
 Runs alternate between the two sides and the best of ``--repeats`` is printed for each,
 with the ratio (ours / hand-written; issue 32 asks for >= 0.95).
 
-Usage: ``python benchmarks/modules.py [--steps N] [--repeats R] [--libraries nnx,keras]``.
+Usage: ``python benchmarks/modules.py [--steps N] [--repeats R] [--libraries nnx,keras]
+[--architectures mlp,cnn]``.
 Keras needs the JAX backend: this script sets ``KERAS_BACKEND=jax`` before importing it.
 """
 
@@ -89,7 +90,13 @@ def time_hand(loop, batches, steps) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="steps per timed run (default: 1500 for the MLP, 200 for the others, a few "
+        "seconds each, so that train()'s fixed cost per call, two checkpoints, stays small)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--libraries", default=",".join(zoo.LIBRARIES))
     parser.add_argument("--architectures", default=",".join(zoo.ARCHITECTURES))
@@ -104,23 +111,24 @@ def main() -> None:
     for library in args.libraries.split(","):
         for arch in args.architectures.split(","):
             case = zoo.case(library, arch, zoo.BENCH)
+            steps = args.steps or (1500 if arch == "mlp" else 200)
             batches = zoo.batches(arch, case.size, N_BATCHES)
             x = np.concatenate([b[0] for b in batches])
             y = np.concatenate([b[1] for b in batches])
-            model, input_fn, initial = estimator_side(case, x, y, args.steps)
+            model, input_fn, initial = estimator_side(case, x, y, steps)
             # XLA's CPU backend runs lax convolutions' gradients several times slower in a
             # loop body than at the top level of a program: the CNN also runs one step per
             # call (see the README).
-            single = estimator_side(case, x, y, args.steps, 1)[:2] if arch == "cnn" else None
+            single = estimator_side(case, x, y, steps, 1)[:2] if arch == "cnn" else None
             loop = case.hand_loop(initial, make_tx())
             loop.step(*batches[0])  # compile
             jax.block_until_ready(loop.state)
             ours, ones, theirs = [], [], []
             for _ in range(args.repeats):  # alternate, so drifts in machine load hit both
-                ours.append(time_estimator(model, input_fn, args.steps))
+                ours.append(time_estimator(model, input_fn, steps))
                 if single:
-                    ones.append(time_estimator(*single, args.steps))
-                theirs.append(time_hand(loop, batches, args.steps))
+                    ones.append(time_estimator(*single, steps))
+                theirs.append(time_hand(loop, batches, steps))
             a, b = max(ours), max(theirs)
             print(f"{library:8s} {arch:12s} {a:18.0f} {b:13.0f} {a / b:6.2f}", flush=True)
             if ones:
