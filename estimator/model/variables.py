@@ -76,6 +76,8 @@ class Frame:
     rows: Any = None  # estimator.model.rows.RowAccess in a sparse train step, else None
     lookups: set[str] = field(default_factory=set)  # variables read by lookup_rows
     row_mask: Any = None  # float32 [batch] of a padded batch (estimator.model.padding)
+    mode: str | None = None  # the ModeKeys value model_fn runs in (estimator.modules)
+    dtype_policy: Any = None  # estimator.model.dtype_policy.DTypePolicy, or None
 
 
 def _frame(what: str) -> Frame:
