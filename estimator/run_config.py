@@ -58,6 +58,7 @@ _EXTRA_REPLACEABLE = [
     "compilation_cache_dir",
     "variable_partitions",
     "restore_fallback",
+    "train_metrics_steps",
 ]
 
 _SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
@@ -151,6 +152,12 @@ def _validate(config: RunConfig) -> None:
         "steps_per_execution",
         lambda n: isinstance(n, int) and n >= 1,
         f"steps_per_execution must be an integer >= 1, given: {config.steps_per_execution!r}",
+    )
+    check(
+        "train_metrics_steps",
+        lambda n: isinstance(n, int) and not isinstance(n, bool) and n >= 1,
+        "train_metrics_steps must be None or an integer >= 1 (report the training metrics "
+        f"every that many steps), given: {config.train_metrics_steps!r}",
     )
     check(
         "mesh",
@@ -297,6 +304,14 @@ class RunConfig:
         resumes from the newest intact one. False (the default, as TF) raises
         ``estimator.checkpoint.DataLossError``. The chief checks the checkpoint it resumes
         from before training (one more read of it).
+      train_metrics_steps: keyword-only; report the ``eval_metric_ops`` computed on the
+        training batches every this many steps (and at each epoch's end): they accumulate
+        inside the compiled step with the same streaming metric states as ``evaluate()``
+        (merged across devices and processes), and are logged with the mean loss, written
+        to TensorBoard in ``model_dir`` under the metrics' names, and kept in
+        ``session.logs`` as ``"train/<name>"`` for hooks and handlers
+        (``estimator.handlers.MetricHandler``, which ``train()`` adds). None (the default,
+        as TF, which ignores ``eval_metric_ops`` in TRAIN mode) computes nothing.
 
     Raises:
       ValueError: TF's messages for invalid values (e.g. "save_summary_steps should be >=
@@ -330,6 +345,7 @@ class RunConfig:
         compilation_cache_dir: str | None = _USE_DEFAULT,
         variable_partitions: dict | None = None,
         restore_fallback: bool = False,
+        train_metrics_steps: int | None = None,
     ) -> None:
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, 600
@@ -374,6 +390,7 @@ class RunConfig:
             else compilation_cache_dir,
             variable_partitions=variable_partitions,
             restore_fallback=bool(restore_fallback),
+            train_metrics_steps=train_metrics_steps,
         )
         for key, value in values.items():
             object.__setattr__(self, "_" + key, value)
@@ -532,6 +549,7 @@ class RunConfig:
     compilation_cache_dir = property(lambda self: self._compilation_cache_dir)
     variable_partitions = property(lambda self: self._variable_partitions)
     restore_fallback = property(lambda self: self._restore_fallback)
+    train_metrics_steps = property(lambda self: self._train_metrics_steps)
     cluster_spec = property(lambda self: self._cluster_spec)
     task_type = property(lambda self: self._task_type)
     task_id = property(lambda self: self._task_id)

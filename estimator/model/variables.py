@@ -76,6 +76,9 @@ class Frame:
     rows: Any = None  # estimator.model.rows.RowAccess in a sparse train step, else None
     lookups: set[str] = field(default_factory=set)  # variables read by lookup_rows
     row_mask: Any = None  # float32 [batch] of a padded batch (estimator.model.padding)
+    # A TRAIN run whose eval_metric_ops the step accumulates (RunConfig(train_metrics_steps)):
+    # heads return their metrics in TRAIN mode then (estimator.engine.steps.train_batch).
+    train_metrics: bool = False
 
 
 def _frame(what: str) -> Frame:
