@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from estimator.handlers.events import BatchEnd, EpochEnd, TrainBegin
-from estimator.hooks.checks import check_hooks
+from estimator.handlers.events import BatchEnd, EpochEnd, TrainBegin, check_handler
+from estimator.hooks.session_run_hook import SessionRunHook
 
 __all__ = ["VALIDATION_PREFIX", "ValidationHandler"]
 
@@ -72,7 +72,14 @@ class ValidationHandler(TrainBegin, BatchEnd, EpochEnd):
         self.epoch_period = epoch_period
         self.batch_period = batch_period
         self.priority = priority
-        self.event_handlers = check_hooks(event_handlers)
+        self.event_handlers = list(event_handlers or [])
+        for handler in self.event_handlers:
+            if not isinstance(handler, SessionRunHook):
+                raise TypeError(
+                    "event_handlers must be SessionRunHooks or estimator.handlers event "
+                    f"handlers, given: {handler}"
+                )
+            check_handler(handler)
         self.steps = steps
         self.name = name
         self.eval_result: dict | None = None
