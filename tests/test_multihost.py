@@ -175,8 +175,8 @@ def _job(model_dir, *extra, own=False, processes=2, devices=2):
     return [_result(p) for p in launched]
 
 
-def _single(model_dir, devices=1):
-    return _result(_launch(model_dir, "single", 0, "-", "--devices", str(devices)))
+def _single(model_dir, *extra, devices=1):
+    return _result(_launch(model_dir, "single", 0, "-", *extra, "--devices", str(devices)))
 
 
 def _assert_same_training(run, reference):
@@ -244,6 +244,45 @@ def test_two_processes_train_as_one_with_four_devices(tmp_path, partition, own):
     ]
     assert len(list(model_dir.glob("events.out.tfevents.*"))) == 1
     assert len(list((model_dir / "eval").glob("events.out.tfevents.*"))) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("processes", "devices"), [(2, 1), (2, 2)], ids=["2x1", "2x2"])
+def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, processes, devices):
+    """A chief and a worker train with an InMemoryEvaluatorHook (every 3 steps), a
+    ValidationHandler and training metrics (every 3 steps). Each evaluation: every process
+    its shard of 50 rows in batches of 8 (4 batches and 3, the last one of 2 rows), merged;
+    it equals a single-process
+    evaluate() of the whole set on the checkpoint of that step (saved every 3 steps), to
+    1e-6, on every process; the chief alone wrote it. The training metrics equal those of
+    one process reading the same global batches."""
+    import multihost_job as job
+
+    single = _single(tmp_path / "single", "--live-eval")
+    chief, worker = _job(tmp_path / "multi", "--live-eval", processes=processes, devices=devices)
+    assert sorted(chief["live"], key=int) == ["0", "3", "6"]  # at start, every 3, (end: 6)
+    e = est.Estimator(job.model_fn, str(tmp_path / "multi"), est.RunConfig(tf_random_seed=3))
+    for step, live in chief["live"].items():
+        path = str(tmp_path / "multi" / f"model.ckpt_{step}")
+        expected = e.evaluate(job.live_eval_input_fn, checkpoint_path=path, name="reference")
+        assert expected["global_step"] == int(step)
+        for key in ("mae", "loss"):
+            assert live[key] == pytest.approx(expected[key], abs=1e-6), (step, key)
+            assert worker["live"][step][key] == pytest.approx(live[key], abs=1e-7)
+            assert single["live"][step][key] == pytest.approx(live[key], abs=1e-6)
+    # The ValidationHandler (every 3 batches) evaluates the same way.
+    assert sorted(chief["validation"], key=int) == ["3", "6"]
+    for step, results in chief["validation"].items():
+        for key in ("mae", "loss"):
+            assert results["validation/" + key] == pytest.approx(chief["live"][step][key], abs=1e-7)
+    written = est.summary.read_eval_metrics(str(tmp_path / "multi" / "eval_live"))
+    assert sorted(written) == [0, 3, 6]
+    assert len(list((tmp_path / "multi" / "eval_live").glob("events.out.tfevents.*"))) == 1
+    assert sorted(chief["train_metrics"], key=int) == ["3", "6"]
+    for step, report in chief["train_metrics"].items():
+        for key in ("train/mae", "train/loss"):
+            assert report[key] == pytest.approx(single["train_metrics"][step][key], abs=1e-6)
+            assert worker["train_metrics"][step][key] == pytest.approx(report[key], abs=1e-7)
 
 
 def test_a_killed_worker_fails_the_chief_quickly_and_a_restart_resumes(tmp_path):
