@@ -12,7 +12,14 @@ call is timed whole (session set-up, checkpoint saves, hooks included) after a w
 call has compiled the step; the hand-written loop is a ``jax.jit`` step with donated
 state. Runs alternate and the best of ``--repeats`` is reported for each side.
 
-Usage: ``python benchmarks/train_throughput.py [--steps-logistic N] [--steps-mlp N]``.
+``--train-metrics`` instead measures what training metrics cost (issue 31): the MLP's
+Estimator without them and with ``RunConfig(train_metrics_steps=100)`` reporting accuracy
+and AUC (200 thresholds) computed on every training batch, side by side in this process,
+alternating, best of ``--repeats``; plus each one's first ``train()`` call (compiles
+included).
+
+Usage: ``python benchmarks/train_throughput.py [--steps-logistic N] [--steps-mlp N]
+[--train-metrics]``.
 """
 
 from __future__ import annotations
@@ -57,24 +64,35 @@ WORKLOADS = {
 }
 
 
-def make_model_fn(logits_fn, make_tx):
+def make_model_fn(logits_fn, make_tx, metrics: bool = False):
     def model_fn(features, labels, mode):
         logits = logits_fn(features["x"])
         loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
-        return est.EstimatorSpec(mode, loss=loss, train_op=make_tx())
+        ops = None
+        if metrics:
+            p = jax.nn.sigmoid(logits)
+            ops = {
+                "accuracy": est.metrics.accuracy(labels, (p > 0.5).astype(jnp.float32)),
+                "auc": est.metrics.auc(labels, p),
+            }
+        return est.EstimatorSpec(mode, loss=loss, train_op=make_tx(), eval_metric_ops=ops)
 
     return model_fn
 
 
-def estimator_rate(logits_fn, make_tx, x, y, steps: int, repeats: int) -> list[float]:
+def estimator_rate(
+    logits_fn, make_tx, x, y, steps: int, repeats: int, metrics: bool = False, first=None
+) -> list[float]:
     model_dir = tempfile.mkdtemp(prefix="bench_")
-    estimator = est.Estimator(
-        make_model_fn(logits_fn, make_tx), model_dir, config=est.RunConfig(tf_random_seed=0)
-    )
+    config = est.RunConfig(tf_random_seed=0, train_metrics_steps=100 if metrics else None)
+    estimator = est.Estimator(make_model_fn(logits_fn, make_tx, metrics), model_dir, config=config)
     input_fn = est.inputs.numpy_input_fn(
         {"x": x}, y, batch_size=BATCH, num_epochs=None, shuffle=False
     )
+    start = time.perf_counter()
     estimator.train(input_fn, steps=50)  # compile, first checkpoint
+    if first is not None:
+        first.append(time.perf_counter() - start)
     rates = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -137,15 +155,33 @@ def hand_written_rate(logits_fn, make_tx, x, y, steps: int, repeats: int) -> lis
     return rates
 
 
+def train_metrics_overhead(x, y, steps: int, repeats: int) -> None:
+    """The MLP without and with training metrics (accuracy + AUC), side by side."""
+    logits_fn, make_tx = WORKLOADS["mlp"]
+    plain, metered, first_plain, first_metered = [], [], [], []
+    for _ in range(repeats):  # alternate, so drifts in machine load hit both
+        plain += estimator_rate(logits_fn, make_tx, x, y, steps, 1, False, first_plain)
+        metered += estimator_rate(logits_fn, make_tx, x, y, steps, 1, True, first_metered)
+    a, b = max(plain), max(metered)
+    print(f"{'MLP':10s} {'steps/s':>10s} {'first train() (50 steps), s':>28s}")
+    print(f"{'plain':10s} {a:10.0f} {min(first_plain):28.2f}")
+    print(f"{'metrics':10s} {b:10.0f} {min(first_metered):28.2f}")
+    print(f"overhead of accuracy + AUC every step, reported every 100: {(a / b - 1) * 100:.1f}%")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps-logistic", type=int, default=10000)
     parser.add_argument("--steps-mlp", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--train-metrics", action="store_true")
     args = parser.parse_args()
     logging.getLogger("estimator").setLevel(logging.WARNING)
     x, y = make_data()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, batch {BATCH}")
+    if args.train_metrics:
+        train_metrics_overhead(x, y, args.steps_mlp, args.repeats)
+        return
     print(
         f"{'workload':10s} {'estimator steps/s':>18s} {'hand-written steps/s':>21s} {'ratio':>6s}"
     )

@@ -30,6 +30,13 @@ parser.add_argument("--train-and-evaluate", action="store_true")
 parser.add_argument("--partition", action="store_true", help="shard w over the data axis")
 parser.add_argument("--export", action="store_true", help="export after training")
 parser.add_argument(
+    "--every-n-steps",
+    type=int,
+    default=None,
+    help="with --train-and-evaluate: EvalSpec(every_n_steps=N) on the chief and workers, a "
+    "BestExporter, and an early-stopping hook that fires at the first evaluation after 0",
+)
+parser.add_argument(
     "--live-eval",
     action="store_true",
     help="evaluate in training every 3 steps (uneven shards), training metrics every 3 steps",
@@ -151,7 +158,23 @@ def main():
     )
     e = est.Estimator(model_fn, args.model_dir, config)
     print("started", jax.process_index(), jax.process_count(), jax.device_count(), flush=True)
-    if args.train_and_evaluate:
+    if args.train_and_evaluate and args.every_n_steps:
+        receiver = est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
+        # Fires at the first evaluation after step 0: every process must stop there.
+        stop = est.early_stopping.stop_if_lower_hook(
+            e, "mae", threshold=1e9, min_steps=1, run_every_secs=None, run_every_steps=1000
+        )
+        metrics, _ = est.train_and_evaluate(
+            e,
+            est.TrainSpec(input_fn, max_steps=args.steps, hooks=[stop]),
+            est.EvalSpec(
+                live_eval_input_fn,
+                steps=None,
+                exporters=[est.BestExporter("best", receiver)],
+                every_n_steps=args.every_n_steps,
+            ),
+        )
+    elif args.train_and_evaluate:
         exporter = est.LatestExporter(
             "latest", est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
         )

@@ -338,6 +338,22 @@ def test_train_and_evaluate_with_an_evaluator_task(tmp_path, devices):
     assert list((model_dir / "eval").glob("events.out.tfevents.*"))
 
 
+@pytest.mark.slow
+def test_train_and_evaluate_every_n_steps_on_the_chief_and_workers(tmp_path):
+    """EvalSpec(every_n_steps=3) in a chief + worker job (no evaluator task): both evaluate
+    their shards at step 3 and get the merged result; the early-stopping hook (the chief's
+    decision, broadcast) stops both at that step; the chief alone exported (BestExporter)
+    and wrote the evaluation."""
+    model_dir = tmp_path / "job"
+    chief, worker = _job(
+        model_dir, "--train-and-evaluate", "--every-n-steps", "3", "--steps", "9", devices=1
+    )
+    assert chief["metrics"]["global_step"] == worker["metrics"]["global_step"] == 3
+    assert worker["metrics"]["mae"] == pytest.approx(chief["metrics"]["mae"], abs=1e-7)
+    assert len(list((model_dir / "export" / "best").iterdir())) == 1
+    assert sorted(est.summary.read_eval_metrics(str(model_dir / "eval"))) == [3]
+
+
 def test_joining_after_jax_started_says_what_to_do(tmp_path, monkeypatch):
     jax.devices()  # JAX has started in this process: too late to join a cluster
     _tf_config(monkeypatch, "worker", 0)
