@@ -196,7 +196,9 @@ class Estimator:
 
         Args:
           input_fn: returns batches (see ``estimator.inputs``).
-          hooks: extra ``SessionRunHook``s.
+          hooks: extra ``SessionRunHook``s and event handlers (``estimator.handlers``:
+            epochs, training metrics, validation, ...), in one list; they run in the order
+            of ``estimator.handlers.order`` (by ``priority``, then as listed).
           steps: how many steps to run, counted from this call's start.
           max_steps: the global step to stop at, counted across calls; training is skipped
             when the latest checkpoint is already there.
@@ -208,6 +210,8 @@ class Estimator:
         Raises:
           ValueError: both steps and max_steps, a non-positive one, listeners without
             checkpoints, or errors from ``model_fn``/``input_fn``.
+          TypeError: a hook that is not a ``SessionRunHook``; an event handler whose event
+            methods do not take the loop's arguments (checked before anything runs).
           NanLossDuringTrainingError: from the default ``NanTensorHook``.
           ModelDirBusyError: another ``train()`` (in any process) is writing to
             ``model_dir`` (TF lets both run and interleave their checkpoints; see
