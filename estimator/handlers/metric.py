@@ -9,11 +9,12 @@ reporting every ``RunConfig.train_metrics_steps`` steps, unless the hooks hold o
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from estimator.event_files import writer_for
+from estimator.event_files import FLUSH_SECS, writer_for
 from estimator.handlers.events import BatchEnd, EpochBegin, EpochEnd, TrainBegin, TrainEnd
 
 __all__ = ["MetricHandler", "TRAIN_PREFIX", "format_values"]
@@ -89,6 +90,8 @@ class MetricHandler(TrainBegin, EpochBegin, BatchEnd, EpochEnd, TrainEnd):
         self.step: int | None = None
         self._window = 0  # steps accumulated since the last reset
         self._epochs = 0
+        self._writer = None
+        self._flushed = 0.0
 
     #: The engine accumulates training metrics when a hook says it reads them.
     needs_train_metrics = True
@@ -119,6 +122,9 @@ class MetricHandler(TrainBegin, EpochBegin, BatchEnd, EpochEnd, TrainEnd):
     def train_end(self, session, *args, **kwargs) -> None:
         if self._window:  # the steps since the last report
             self.report(session)
+        if self._writer is not None:
+            self._writer.flush()
+            self._writer = None
 
     def _reset(self, session) -> None:
         session.reset_train_metrics()
@@ -149,7 +155,7 @@ class MetricHandler(TrainBegin, EpochBegin, BatchEnd, EpochEnd, TrainEnd):
                 steps,
                 format_values(values),
             )
-            writer = writer_for(session.model_dir)
+            writer = self._writer = writer_for(session.model_dir)
             for name, value in values.items():
                 if name == "loss":
                     continue  # the summary hook writes the loss of every save_summary_steps
@@ -157,5 +163,10 @@ class MetricHandler(TrainBegin, EpochBegin, BatchEnd, EpochEnd, TrainEnd):
                     writer.add_scalar(name, float(value), session.global_step)
                 else:
                     writer.add_tensor(name, np.asarray(value), session.global_step)
-            writer.flush()
+            # Flushing syncs the file: at most every FLUSH_SECS (as the summary hook) and
+            # at the end of training, not at every report.
+            now = time.monotonic()
+            if now - self._flushed >= FLUSH_SECS:
+                writer.flush()
+                self._flushed = now
         return values
