@@ -276,7 +276,8 @@ class Estimator:
           input_fn: returns batches (see ``estimator.inputs``); a single batch is
             evaluated once.
           steps: evaluate at most this many batches; None until the input ends.
-          hooks: ``SessionRunHook``s for this evaluation.
+          hooks: ``SessionRunHook``s (and ``estimator.handlers`` event handlers: the
+            evaluation is one epoch) for this evaluation.
           checkpoint_path: a checkpoint (or a directory of them) to evaluate; None uses
             the latest in ``model_dir``, or fresh variables when there is none (logged).
           name: evaluation name; results go to ``eval_dir(name)``.
