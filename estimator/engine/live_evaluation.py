@@ -17,6 +17,9 @@ or a time broadcast from the chief: ``distribute.SyncedTimer``):
   batches: a shard of whole batches (``dataset.batch(b).shard(n, i)``) gives exactly the
   single-process ``evaluate()``'s;
 * every process returns the merged results; the chief writes them to ``eval_dir(name)``.
+
+``steps`` bounds each process's batches (its shard's first ``steps``). Hooks given for the
+evaluation run on every process, over its own batches.
 """
 
 from __future__ import annotations
