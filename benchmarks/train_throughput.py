@@ -12,7 +12,14 @@ call is timed whole (session set-up, checkpoint saves, hooks included) after a w
 call has compiled the step; the hand-written loop is a ``jax.jit`` step with donated
 state. Runs alternate and the best of ``--repeats`` is reported for each side.
 
-Usage: ``python benchmarks/train_throughput.py [--steps-logistic N] [--steps-mlp N]``.
+``--train-metrics`` instead measures what training metrics cost (issue 31): the MLP's
+Estimator without them and with ``RunConfig(train_metrics_steps=100)`` reporting accuracy
+and AUC (200 thresholds) computed on every training batch, side by side in this process:
+each one's first ``train()`` call (compiles included), then ``--repeats`` calls of
+``--steps-mlp`` steps each, alternating, best and median.
+
+Usage: ``python benchmarks/train_throughput.py [--steps-logistic N] [--steps-mlp N]
+[--train-metrics]``.
 """
 
 from __future__ import annotations
@@ -57,11 +64,18 @@ WORKLOADS = {
 }
 
 
-def make_model_fn(logits_fn, make_tx):
+def make_model_fn(logits_fn, make_tx, metrics: bool = False):
     def model_fn(features, labels, mode):
         logits = logits_fn(features["x"])
         loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
-        return est.EstimatorSpec(mode, loss=loss, train_op=make_tx())
+        ops = None
+        if metrics:
+            p = jax.nn.sigmoid(logits)
+            ops = {
+                "accuracy": est.metrics.accuracy(labels, (p > 0.5).astype(jnp.float32)),
+                "auc": est.metrics.auc(labels, p),
+            }
+        return est.EstimatorSpec(mode, loss=loss, train_op=make_tx(), eval_metric_ops=ops)
 
     return model_fn
 
@@ -137,15 +151,107 @@ def hand_written_rate(logits_fn, make_tx, x, y, steps: int, repeats: int) -> lis
     return rates
 
 
+def train_metrics_overhead(x, y, steps: int, repeats: int) -> None:
+    """The MLP without and with training metrics (accuracy + AUC), side by side: one
+    Estimator each, a first ``train()`` call each (compiles included), then ``repeats``
+    calls of ``steps`` steps each, alternating, best of them."""
+    logits_fn, make_tx = WORKLOADS["mlp"]
+    input_fn = est.inputs.numpy_input_fn(
+        {"x": x}, y, batch_size=BATCH, num_epochs=None, shuffle=False
+    )
+    estimators, first, rates = {}, {}, {}
+    for name, metrics in (("plain", False), ("metrics", True)):
+        config = est.RunConfig(tf_random_seed=0, train_metrics_steps=100 if metrics else None)
+        model_fn = make_model_fn(logits_fn, make_tx, metrics)
+        estimators[name] = est.Estimator(model_fn, tempfile.mkdtemp(prefix="bench_"), config)
+        start = time.perf_counter()
+        estimators[name].train(input_fn, steps=50)
+        first[name] = time.perf_counter() - start
+        rates[name] = []
+    for _ in range(repeats):  # alternate, so drifts in machine load hit both
+        for name, estimator in estimators.items():
+            start = time.perf_counter()
+            estimator.train(input_fn, steps=steps)
+            rates[name].append(steps / (time.perf_counter() - start))
+    print(f"{'MLP':10s} {'steps/s (best)':>15s} {'median':>8s} {'first train(), 50 steps, s':>27s}")
+    for name in estimators:
+        print(
+            f"{name:10s} {max(rates[name]):15.0f} {np.median(rates[name]):8.0f} {first[name]:27.2f}"
+        )
+    best = max(rates["plain"]) / max(rates["metrics"]) - 1
+    median = np.median(rates["plain"]) / np.median(rates["metrics"]) - 1
+    print(
+        f"train(): overhead of accuracy + AUC on every step, reported every 100: "
+        f"{best * 100:.1f}% (best), {median * 100:.1f}% (median)"
+    )
+    wall, cpu = _step_times(estimators, x, y, calls=max(40, repeats))
+    for name in wall:
+        print(
+            f"{name:10s} {min(wall[name]) * 1e3 / 32:8.3f} ms/step wall, "
+            f"{min(cpu[name]) * 1e3 / 32:8.3f} ms/step CPU (min over fused calls of 32 steps)"
+        )
+    print(
+        "step: overhead of accuracy + AUC "
+        f"{(min(wall['metrics']) / min(wall['plain']) - 1) * 100:.1f}% wall, "
+        f"{(min(cpu['metrics']) / min(cpu['plain']) - 1) * 100:.1f}% CPU time"
+    )
+
+
+def _step_times(estimators: dict, x, y, calls: int) -> dict:
+    """Seconds per device call of 32 fused steps of each Estimator's compiled train program
+    (``StepCompiler.multi``, the call ``train()`` makes), alternating, ``calls`` each, as
+    ``(wall, process CPU time)``: the step's own cost, without the loop's host work; CPU
+    time (all XLA threads) is the least sensitive to other processes on the machine."""
+    batches = [
+        ({"x": x[i * BATCH : (i + 1) * BATCH]}, y[i * BATCH : (i + 1) * BATCH]) for i in range(32)
+    ]
+    runs = {}
+    for name, estimator in estimators.items():
+        metrics = name == "metrics"
+        runtime = estimator.runtime
+        compiler = runtime.compiler(est.ModeKeys.TRAIN, metrics=metrics)
+        abstract = runtime.states.abstract(compiler, batches[0])
+        state = runtime.states.read(
+            compiler, batches[0], estimator.latest_checkpoint(), training=True, abstract=abstract
+        )
+        acc = compiler.empty_accumulator(abstract, *batches[0]) if metrics else None
+        runs[name] = [compiler, state, acc]
+
+    def call(name):
+        compiler, state, acc = runs[name]
+        if acc is None:
+            state, _, _ = compiler.multi(state, batches)
+        else:
+            state, acc, _, _ = compiler.multi(state, acc, batches)
+        jax.block_until_ready(state)
+        runs[name][1:] = [state, acc]
+
+    wall = {name: [] for name in runs}
+    cpu = {name: [] for name in runs}
+    for name in runs:
+        call(name)  # warm
+    for _ in range(calls):
+        for name in runs:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            call(name)
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+    return wall, cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps-logistic", type=int, default=10000)
     parser.add_argument("--steps-mlp", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--train-metrics", action="store_true")
     args = parser.parse_args()
     logging.getLogger("estimator").setLevel(logging.WARNING)
     x, y = make_data()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, batch {BATCH}")
+    if args.train_metrics:
+        train_metrics_overhead(x, y, args.steps_mlp, args.repeats)
+        return
     print(
         f"{'workload':10s} {'estimator steps/s':>18s} {'hand-written steps/s':>21s} {'ratio':>6s}"
     )

@@ -16,6 +16,7 @@ from estimator import distribute as distribute
 from estimator import early_stopping as early_stopping
 from estimator import experimental as experimental
 from estimator import export as export
+from estimator import handlers as handlers
 from estimator import initializers as initializers
 from estimator import inputs as inputs
 from estimator import io as io
@@ -87,6 +88,7 @@ __all__ = [
     "early_stopping",
     "experimental",
     "export",
+    "handlers",
     "initializers",
     "inputs",
     "io",

@@ -25,6 +25,10 @@ early_stopping.py``). TF's hooks fail silently in ways this module reports inste
   any check saw an evaluation. Here an evaluation made in this process (by
   ``train_and_evaluate`` or an ``InMemoryEvaluatorHook``) also triggers a check right
   after it, so training stops at the step of the evaluation that decides it.
+* In a multi-process job every process must stop at the same step: the chief decides
+  (it wrote the results it reads) and broadcasts the decision, at steps every process
+  agrees on (after each in-training evaluation, every ``run_every_steps``, or for
+  ``run_every_secs`` by the chief's clock checked every ``log_step_count_steps`` steps).
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ import time
 import weakref
 from collections.abc import Callable
 
+import jax
+import numpy as np
+
+from estimator import distribute
 from estimator.estimator import Estimator
 from estimator.hooks.basic import SecondOrStepTimer
 from estimator.hooks.session_run_hook import SessionRunHook
@@ -111,6 +119,7 @@ class _StopOnPredicateHook(SessionRunHook):
         *,
         eval_dir: str | None = None,
         clock: Callable[[], float] = time.time,
+        check_every: int = 100,
     ) -> None:
         if not callable(should_stop_fn):
             raise TypeError("`should_stop_fn` must be callable.")
@@ -118,6 +127,8 @@ class _StopOnPredicateHook(SessionRunHook):
         self._timer = SecondOrStepTimer(
             every_secs=run_every_secs, every_steps=run_every_steps, clock=clock
         )
+        self._run_every_secs = run_every_secs
+        self._check_every = check_every
         self._eval_dir = eval_dir
         self._check_soon = False
 
@@ -125,14 +136,28 @@ class _StopOnPredicateHook(SessionRunHook):
         self._timer.reset()
         self._check_soon = False
         _WATCHERS.add(self)
+        self._agreed = (
+            distribute.SyncedTimer(self._timer, self._run_every_secs, self._check_every)
+            if jax.process_count() > 1
+            else self._timer
+        )
+
+    def _decide(self) -> bool:
+        """``should_stop_fn()``; in a multi-process job the chief's, broadcast."""
+        if jax.process_count() == 1:
+            return bool(self._should_stop_fn())
+        from jax.experimental import multihost_utils
+
+        local = bool(self._should_stop_fn()) if jax.process_index() == 0 else False
+        return bool(multihost_utils.broadcast_one_to_all(np.bool_(local)))
 
     def after_run(self, run_context, run_values) -> None:
         global_step = run_context.session.global_step
-        if not (self._check_soon or self._timer.should_trigger_for_step(global_step)):
+        if not (self._check_soon or self._agreed.should_trigger_for_step(global_step)):
             return
         self._check_soon = False
         self._timer.update_last_triggered_step(global_step)
-        if self._should_stop_fn():
+        if self._decide():
             logger.info("Requesting early stopping at global step %d", global_step)
             run_context.request_stop()
 
@@ -181,7 +206,12 @@ def _make_hook(estimator, should_stop_fn, run_every_secs, run_every_steps, eval_
     if run_every_secs is not None and run_every_steps is not None:
         raise ValueError("Only one of `run_every_secs` and `run_every_steps` must be set.")
     return _StopOnPredicateHook(
-        should_stop_fn, run_every_secs, run_every_steps, eval_dir=eval_dir, clock=clock
+        should_stop_fn,
+        run_every_secs,
+        run_every_steps,
+        eval_dir=eval_dir,
+        clock=clock,
+        check_every=estimator.config.log_step_count_steps or 100,
     )
 
 

@@ -194,7 +194,9 @@ class Estimator:
 
         Args:
           input_fn: returns batches (see ``estimator.inputs``).
-          hooks: extra ``SessionRunHook``s.
+          hooks: extra ``SessionRunHook``s and event handlers (``estimator.handlers``:
+            epochs, training metrics, validation, ...), in one list; they run in the order
+            of ``estimator.handlers.order`` (by ``priority``, then as listed).
           steps: how many steps to run, counted from this call's start.
           max_steps: the global step to stop at, counted across calls; training is skipped
             when the latest checkpoint is already there.
@@ -206,6 +208,8 @@ class Estimator:
         Raises:
           ValueError: both steps and max_steps, a non-positive one, listeners without
             checkpoints, or errors from ``model_fn``/``input_fn``.
+          TypeError: a hook that is not a ``SessionRunHook``; an event handler whose event
+            methods do not take the loop's arguments (checked before anything runs).
           NanLossDuringTrainingError: from the default ``NanTensorHook``.
           ModelDirBusyError: another ``train()`` (in any process) is writing to
             ``model_dir`` (TF lets both run and interleave their checkpoints; see
@@ -270,7 +274,8 @@ class Estimator:
           input_fn: returns batches (see ``estimator.inputs``); a single batch is
             evaluated once.
           steps: evaluate at most this many batches; None until the input ends.
-          hooks: ``SessionRunHook``s for this evaluation.
+          hooks: ``SessionRunHook``s (and ``estimator.handlers`` event handlers: the
+            evaluation is one epoch) for this evaluation.
           checkpoint_path: a checkpoint (or a directory of them) to evaluate; None uses
             the latest in ``model_dir``, or fresh variables when there is none (logged).
           name: evaluation name; results go to ``eval_dir(name)``.

@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import inspect
 import itertools
-import numbers
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -27,6 +26,9 @@ import jax
 import numpy as np
 
 from estimator import platform
+from estimator.input_dtypes import CANONICAL as CANONICAL
+from estimator.input_dtypes import canonical as canonical
+from estimator.input_dtypes import check_int_range as check_int_range
 from estimator.inputs_tfrecord import tfrecord_input_fn as tfrecord_input_fn
 
 __all__ = ["numpy_input_fn", "tfrecord_input_fn"]
@@ -170,7 +172,13 @@ def numpy_input_fn(
             rows = features, {k: data[k] for k in target_keys}
         tail = None if num_epochs is None else (n * num_epochs) % batch_size
         count = None if num_epochs is None else -(-n * num_epochs // batch_size)
-        return Batches(batches, rows, last_batch_size=tail or None, batch_count=count)
+        return Batches(
+            batches,
+            rows,
+            last_batch_size=tail or None,
+            batch_count=count,
+            epochs=(n, batch_size, num_epochs),
+        )
 
     return input_fn
 
@@ -189,7 +197,10 @@ class Batches:
     * that its batches are rows of fixed arrays (:meth:`map_rows`): a host phase that works
       row by row (feature columns, label vocabularies) runs once over all rows instead of
       once per batch and epoch, and (:meth:`warm`) at a time of the Estimator's choosing,
-      while the first batch's program compiles.
+      while the first batch's program compiles;
+    * which batch ends each pass over the data (:attr:`ends_epoch`, the epoch protocol of
+      ``estimator.handlers``): the one holding the pass's last example (a batch spanning
+      two passes ends the first).
 
     Args:
       cut: ``cut(take) -> iterator of take(index)`` for each batch's indices.
@@ -198,6 +209,11 @@ class Batches:
         others, else None.
       batch_count: the number of batches, None when unknown or endless.
       fn: a row-by-row function the batches are mapped through (see :meth:`map_rows`).
+      epochs: ``(examples per pass, batch size, passes or None)`` when the batches are
+        consecutive runs of the passes' examples, else None (no epochs marked).
+
+    Attributes:
+      ends_epoch: whether the batch ``__next__`` returned last ends a pass.
     """
 
     #: Rows per call of a :meth:`map_rows` function (bounds its temporary memory).
@@ -211,10 +227,14 @@ class Batches:
         last_batch_size: int | None = None,
         batch_count: int | None = None,
         fn: Callable | None = None,
+        epochs: tuple | None = None,
     ) -> None:
         self._cut = cut
         self._rows = rows
         self._fn = fn
+        self._epochs = epochs
+        self._count = 0  # batches returned so far
+        self.ends_epoch = False
         self._mapped = None  # fn(rows), once computed
         self._first = True  # the next batch taken is the first: fn of its own rows
         self._batches: Iterator | None = None
@@ -235,7 +255,7 @@ class Batches:
             raise RuntimeError(
                 "map_rows() after reading batches or mapping them: call it once, first."
             )
-        mapped = Batches(self._cut, self._rows, fn=fn)
+        mapped = Batches(self._cut, self._rows, fn=fn, epochs=self._epochs)
         mapped.last_batch_size, mapped.batch_count = self.last_batch_size, self.batch_count
         return mapped
 
@@ -259,7 +279,16 @@ class Batches:
     def __next__(self):
         if self._batches is None:
             self._batches = self._cut(self._take)
-        return next(self._batches)
+        batch = next(self._batches)
+        if self._epochs is not None:
+            # Batch g holds stream positions [g*b, min((g+1)*b, total)); it ends a pass when
+            # more passes are complete after it than before it.
+            n, size, passes = self._epochs
+            start = self._count * size
+            stop = start + size if passes is None else min(start + size, n * passes)
+            self.ends_epoch = stop // n > start // n
+        self._count += 1
+        return batch
 
 
 def apply_to_rows(fn: Callable, rows, chunk: int = Batches.CHUNK):
@@ -352,7 +381,25 @@ def iterate_batches(result, *, repeat_single: bool) -> Iterator[tuple[Any, Any]]
             "batch) or a dataset with as_numpy_iterator(); got "
             f"{type(result).__name__}: {result!r}"
         )
-    return map(_split, result)
+    return _Elements(result)
+
+
+class _Elements:
+    """``(features, labels)`` of each element of an iterable, with its iterator's
+    ``ends_epoch`` (the epoch protocol of ``estimator.handlers``) passed through."""
+
+    def __init__(self, iterable) -> None:
+        self._iterator = iter(iterable)
+
+    def __iter__(self) -> _Elements:
+        return self
+
+    def __next__(self):
+        return _split(next(self._iterator))
+
+    @property
+    def ends_epoch(self) -> bool:
+        return bool(getattr(self._iterator, "ends_epoch", False))
 
 
 class Prefetcher:
@@ -378,6 +425,8 @@ class Prefetcher:
         self._depth = depth
         self._warm = warm
         self._ready: collections.deque = collections.deque()
+        self._ends: collections.deque = collections.deque()  # each ready batch ends an epoch
+        self._last_ends = False  # the batch popped last ends an epoch (the input says)
         self._exhausted = False
         self.last_batch_size: int | None = None  # known in advance (``Batches``), or None
         self.batch_count: int | None = None  # likewise
@@ -407,7 +456,17 @@ class Prefetcher:
             self._prepare_one()
         if not self._ready:
             raise StopIteration
+        self._last_ends = self._ends.popleft()
         return self._ready.popleft()
+
+    def epoch_ended(self) -> bool:
+        """Whether the batch :meth:`pop` returned last ends an epoch: the input marked it
+        (``ends_epoch``), or no batch follows it (reading one ahead to know)."""
+        if self._last_ends:
+            return True
+        if not self._ready:
+            self._prepare_one()
+        return not self._ready
 
     def _prepare_one(self) -> None:
         if self._exhausted:
@@ -417,104 +476,8 @@ class Prefetcher:
         except StopIteration:
             self._exhausted = True
             return
+        self._ends.append(getattr(self._batches, "ends_epoch", False))
         self._ready.append(self._prepare(batch))
-
-
-CANONICAL = frozenset(
-    [
-        np.dtype(d)
-        for d in (
-            "float32",
-            "float16",
-            "int32",
-            "uint32",
-            "int16",
-            "uint16",
-            "int8",
-            "uint8",
-            "bool",
-        )
-    ]
-    + [np.dtype(jax.numpy.bfloat16)]
-)  # dtypes a jitted step takes as they are (x64 off)
-
-
-def canonical(tree, what: str):
-    """NumPy arrays of JAX's canonical dtypes; strings are refused with a hint (internal)."""
-    if isinstance(tree, dict) and all(
-        type(v) is np.ndarray and v.dtype in CANONICAL for v in tree.values()
-    ):
-        return tree  # the common case, checked cheaply on every batch
-
-    def one(path, value):
-        if isinstance(value, jax.Array):
-            return value
-        value = np.asarray(value)
-        if value.dtype.kind == "O":
-            value = _from_objects(value, what + jax.tree_util.keystr(path))
-        if value.dtype.kind in "USO":
-            where = jax.tree_util.keystr(path) or ""
-            raise TypeError(
-                f"{what}{where} holds strings (dtype {value.dtype}), which cannot enter a "
-                "jitted step. Map them to numbers on the host: pass "
-                "input_transform=canned.feature_column.input_transform(feature_columns) "
-                "to the Estimator, or convert them in input_fn."
-            )
-        dtype = jax.dtypes.canonicalize_dtype(value.dtype)
-        if value.dtype == dtype:
-            return value
-        if value.dtype.kind in "iu":
-            check_int_range(value, dtype, f"{what}{jax.tree_util.keystr(path)}")
-        return value.astype(dtype)
-
-    return jax.tree_util.tree_map_with_path(one, tree)
-
-
-def _from_objects(value: np.ndarray, what: str) -> np.ndarray:
-    """An object array (e.g. a pandas column) as numbers when every element is one; an
-    array of strings is returned as is (refused by the caller with its hint)."""
-    flat = value.ravel().tolist()
-    numbers_ = [isinstance(v, numbers.Number) for v in flat]
-    if all(numbers_):
-        return np.asarray(flat).reshape(value.shape)
-    if all(isinstance(v, str | bytes) for v in flat):
-        return value
-    index = numbers_.index(False)
-    raise TypeError(
-        f"{what} is an object array whose element {flat[index]!r} (of type "
-        f"{type(flat[index]).__name__}, at flat index {index}) is not a number; expected "
-        "numbers only (or strings only, for feature columns). Convert the column in "
-        "input_fn, e.g. pandas' df[col].astype('float32'), after filling missing values."
-    )
-
-
-def check_int_range(value: np.ndarray, dtype, what: str) -> None:
-    """Raises if an integer array holds a value that ``dtype`` cannot represent, instead
-    of letting the conversion wrap it (int64 ``3_000_000_000`` becomes int32
-    ``-1294967296``; TF keeps int64, so a port must not lose it silently).
-
-    Integer width policy: JAX computes with 32-bit integers unless 64-bit mode is on, so
-    int64/uint64 inputs and labels are narrowed to int32/uint32 on the way to the device
-    when every value fits, and refused otherwise. Floats narrow to float32 freely.
-
-    Raises:
-      ValueError: naming ``what``, the first value out of range, what it would have
-        become, and the fixes.
-    """
-    info = np.iinfo(dtype)
-    if value.size == 0 or (info.min <= value.min() and value.max() <= info.max):
-        return
-    flat = value.ravel()
-    index = int(np.flatnonzero((flat < info.min) | (flat > info.max))[0])
-    bad = flat[index]
-    raise ValueError(
-        f"{what} holds the {value.dtype} value {bad} (at flat index {index}), which does not "
-        f"fit {np.dtype(dtype).name}: JAX computes with 32-bit integers unless 64-bit mode "
-        f"is on, and the value would silently become {bad.astype(dtype)}. Enable 64-bit "
-        "integers with jax.config.update('jax_enable_x64', True) at the start of the "
-        "program, or map the values into range on the host (e.g. ids through "
-        "categorical_column_with_hash_bucket or a vocabulary)."
-    )
 
 
 def host_batches(mesh) -> bool:

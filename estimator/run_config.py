@@ -60,6 +60,7 @@ _EXTRA_REPLACEABLE = [
     "variable_partitions",
     "restore_fallback",
     "dtype_policy",
+    "train_metrics_steps",
 ]
 
 _SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
@@ -153,6 +154,12 @@ def _validate(config: RunConfig) -> None:
         "steps_per_execution",
         lambda n: isinstance(n, int) and n >= 1,
         f"steps_per_execution must be an integer >= 1, given: {config.steps_per_execution!r}",
+    )
+    check(
+        "train_metrics_steps",
+        lambda n: isinstance(n, int) and not isinstance(n, bool) and n >= 1,
+        "train_metrics_steps must be None or an integer >= 1 (report the training metrics "
+        f"every that many steps), given: {config.train_metrics_steps!r}",
     )
     check(
         "mesh",
@@ -306,6 +313,14 @@ class RunConfig:
         towers compute in the lower precision; the loss is float32, and ``mixed_float16``
         scales it dynamically (see ``estimator.model.dtype_policy``). Read back as a
         ``DTypePolicy``.
+      train_metrics_steps: keyword-only; report the ``eval_metric_ops`` computed on the
+        training batches every this many steps (and at each epoch's end): they accumulate
+        inside the compiled step with the same streaming metric states as ``evaluate()``
+        (merged across devices and processes), and are logged with the mean loss, written
+        to TensorBoard in ``model_dir`` under the metrics' names, and kept in
+        ``session.logs`` as ``"train/<name>"`` for hooks and handlers
+        (``estimator.handlers.MetricHandler``, which ``train()`` adds). None (the default,
+        as TF, which ignores ``eval_metric_ops`` in TRAIN mode) computes nothing.
 
     Raises:
       ValueError: TF's messages for invalid values (e.g. "save_summary_steps should be >=
@@ -340,6 +355,7 @@ class RunConfig:
         variable_partitions: dict | None = None,
         restore_fallback: bool = False,
         dtype_policy: Any = None,
+        train_metrics_steps: int | None = None,
     ) -> None:
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, 600
@@ -385,6 +401,7 @@ class RunConfig:
             variable_partitions=variable_partitions,
             restore_fallback=bool(restore_fallback),
             dtype_policy=_dtype_policy.get(dtype_policy),
+            train_metrics_steps=train_metrics_steps,
         )
         for key, value in values.items():
             object.__setattr__(self, "_" + key, value)
@@ -546,6 +563,7 @@ class RunConfig:
     variable_partitions = property(lambda self: self._variable_partitions)
     restore_fallback = property(lambda self: self._restore_fallback)
     dtype_policy = property(lambda self: self._dtype_policy)
+    train_metrics_steps = property(lambda self: self._train_metrics_steps)
     cluster_spec = property(lambda self: self._cluster_spec)
     task_type = property(lambda self: self._task_type)
     task_id = property(lambda self: self._task_id)

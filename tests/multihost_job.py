@@ -29,6 +29,18 @@ parser.add_argument("--batches", type=int, default=40, help="batches this proces
 parser.add_argument("--train-and-evaluate", action="store_true")
 parser.add_argument("--partition", action="store_true", help="shard w over the data axis")
 parser.add_argument("--export", action="store_true", help="export after training")
+parser.add_argument(
+    "--every-n-steps",
+    type=int,
+    default=None,
+    help="with --train-and-evaluate: EvalSpec(every_n_steps=N) on the chief and workers, a "
+    "BestExporter, and an early-stopping hook that fires at the first evaluation after 0",
+)
+parser.add_argument(
+    "--live-eval",
+    action="store_true",
+    help="evaluate in training every 3 steps (uneven shards), training metrics every 3 steps",
+)
 if __name__ == "__main__":  # set up the process before JAX starts (the tests import this)
     args = parser.parse_args()
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
@@ -90,6 +102,48 @@ def eval_input_fn(input_context):
         yield {"x": X[start : start + local]}, Y[start : start + local]
 
 
+# An evaluation set that splits unevenly: 50 rows in batches of 8 (6 full, one of 2), each
+# process reading whole batches (batch j goes to process j mod n): 4 and 3 for 2 processes.
+EVAL_X = RNG.normal(size=(50, 4)).astype(np.float32)
+EVAL_Y = (EVAL_X @ np.array([1.0, -2.0, 0.5, 0.25], np.float32) + 0.3).astype(np.float32)
+EVAL_BATCHES = 7
+
+
+def live_eval_input_fn(input_context=None):
+    n = 1 if input_context is None else input_context.num_input_pipelines
+    i = 0 if input_context is None else input_context.input_pipeline_id
+    for j in range(i, EVAL_BATCHES, n):
+        yield {"x": EVAL_X[8 * j : 8 * j + 8]}, EVAL_Y[8 * j : 8 * j + 8]
+
+
+def train_with_live_evaluation(e):
+    """``{"live": {step: evaluation}, "validation": {step: evaluation}, "train_metrics":
+    {step: report}}`` of a training with an InMemoryEvaluatorHook every 3 steps, a
+    ValidationHandler every 3 batches and training metrics every 3 steps."""
+    live, reports, validation = {}, {}, {}
+
+    class Recording(est.InMemoryEvaluatorHook):
+        def _after_evaluation(self, session, results, at_end):
+            live[int(results["global_step"])] = {k: float(v) for k, v in results.items()}
+
+    class Reports(est.handlers.BatchEnd, est.handlers.TrainEnd):
+        def batch_end(self, session, **kwargs):
+            for prefix, seen in (("train/", reports), ("validation/", validation)):
+                values = {k: float(v) for k, v in session.logs.items() if k.startswith(prefix)}
+                if values and values not in seen.values():
+                    seen[session.global_step] = values
+
+        def train_end(self, session, **kwargs):
+            self.batch_end(session)
+
+    hook = Recording(e, live_eval_input_fn, every_n_iter=3, name="live")
+    handler = est.handlers.ValidationHandler(
+        live_eval_input_fn, epoch_period=None, batch_period=3, name="val"
+    )
+    e.train(input_fn, hooks=[hook, handler, Reports()], steps=args.steps)
+    return {"live": live, "validation": validation, "train_metrics": reports}
+
+
 def main():
     if args.task_type == "own":  # a job the user starts: jax.distributed, no TF_CONFIG
         port = args.ports.split(",")[0]
@@ -100,10 +154,27 @@ def main():
         save_checkpoints_steps=3,
         log_step_count_steps=1,
         variable_partitions=partitions,
+        train_metrics_steps=3 if args.live_eval else None,
     )
     e = est.Estimator(model_fn, args.model_dir, config)
     print("started", jax.process_index(), jax.process_count(), jax.device_count(), flush=True)
-    if args.train_and_evaluate:
+    if args.train_and_evaluate and args.every_n_steps:
+        receiver = est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
+        # Fires at the first evaluation after step 0: every process must stop there.
+        stop = est.early_stopping.stop_if_lower_hook(
+            e, "mae", threshold=1e9, min_steps=1, run_every_secs=None, run_every_steps=1000
+        )
+        metrics, _ = est.train_and_evaluate(
+            e,
+            est.TrainSpec(input_fn, max_steps=args.steps, hooks=[stop]),
+            est.EvalSpec(
+                live_eval_input_fn,
+                steps=None,
+                exporters=[est.BestExporter("best", receiver)],
+                every_n_steps=args.every_n_steps,
+            ),
+        )
+    elif args.train_and_evaluate:
         exporter = est.LatestExporter(
             "latest", est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
         )
@@ -116,6 +187,9 @@ def main():
         )
         if metrics is None:  # chief and worker: train only (TF's distributed semantics)
             metrics = e.evaluate(eval_input_fn, name="after")
+    elif args.live_eval:
+        live = train_with_live_evaluation(e)
+        metrics = e.evaluate(eval_input_fn)
     else:
         e.train(input_fn, steps=None if args.forever or args.steps <= 0 else args.steps)
         metrics = e.evaluate(eval_input_fn)
@@ -125,6 +199,7 @@ def main():
         exported = e.export_saved_model(os.path.join(args.model_dir, "export"), receiver)
         exported = exported and exported.decode()
     result = {
+        **(live if args.live_eval else {}),
         "exported": exported,
         "process": jax.process_index(),
         "processes": jax.process_count(),

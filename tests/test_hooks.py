@@ -14,7 +14,7 @@ import pytest
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator.engine import loop as session_lib
+from estimator.engine import session as session_lib
 
 X = np.stack([np.linspace(-1, 1, 48), np.sin(np.arange(48))], axis=1).astype(np.float32)
 Y = (X[:, 0] - 2 * X[:, 1]).astype(np.float32)

@@ -34,8 +34,11 @@ def test_argument_errors(tmp_path, monkeypatch):
         "TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
     )
     distributed = make(tmp_path / "d")
-    with pytest.raises(ValueError, match=r"supports only single machine \(aka Local\) setting"):
-        InMemoryEvaluatorHook(distributed, EVAL)
+    # TF refuses a distributed config; here every process evaluates its shard
+    # (tests/test_multihost.py::test_in_training_evaluation_of_a_job_is_the_whole_sets).
+    assert InMemoryEvaluatorHook(distributed, EVAL).eval_result is None
+    with pytest.raises(ValueError, match=r"invalid every_n_secs=0\."):
+        InMemoryEvaluatorHook(e, EVAL, every_n_secs=0)
 
 
 def test_evaluates_the_live_state_at_start_every_n_iter_and_at_the_end(tmp_path):
@@ -63,3 +66,11 @@ def test_iterations_count_per_train_call_and_the_end_is_not_repeated(tmp_path):
     # A new train() call counts from 0 again (TF): at its start (6), iteration 3 (9), end (10).
     with open(path) as f:
         assert [json.loads(line)["global_step"] for line in f] == [0, 3, 6, 6, 9, 10]
+
+
+def test_every_n_secs_evaluates_by_time(tmp_path):
+    e = make(tmp_path / "m")
+    hook = InMemoryEvaluatorHook(e, EVAL, name="secs", every_n_iter=1000, every_n_secs=1e-9)
+    e.train(TRAIN, hooks=[hook], steps=3)
+    # Any time at all has passed between steps: every step is evaluated (and the start).
+    assert list(read_eval_metrics(e.eval_dir("secs"))) == [0, 1, 2, 3]

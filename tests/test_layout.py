@@ -48,7 +48,7 @@ GRAPH = {
 
 
 def test_regular_packages():
-    for directory in ("model", "engine", "hooks", "training"):
+    for directory in ("model", "engine", "hooks", "handlers", "training"):
         assert (ROOT / directory / "__init__.py").exists(), directory
 
 
@@ -71,6 +71,10 @@ def test_no_import_cycles():
     ("layer", "forbidden"),
     [
         ("estimator.hooks", ("estimator.model", "estimator.engine", "estimator.training")),
+        (
+            "estimator.handlers",
+            ("estimator.model", "estimator.engine", "estimator.training", "estimator.estimator"),
+        ),
         ("estimator.model", ("estimator.engine", "estimator.training", "estimator.estimator")),
         ("estimator.engine", ("estimator.training", "estimator.estimator")),
         (

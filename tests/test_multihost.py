@@ -175,8 +175,8 @@ def _job(model_dir, *extra, own=False, processes=2, devices=2):
     return [_result(p) for p in launched]
 
 
-def _single(model_dir, devices=1):
-    return _result(_launch(model_dir, "single", 0, "-", "--devices", str(devices)))
+def _single(model_dir, *extra, devices=1):
+    return _result(_launch(model_dir, "single", 0, "-", *extra, "--devices", str(devices)))
 
 
 def _assert_same_training(run, reference):
@@ -246,6 +246,45 @@ def test_two_processes_train_as_one_with_four_devices(tmp_path, partition, own):
     assert len(list((model_dir / "eval").glob("events.out.tfevents.*"))) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("processes", "devices"), [(2, 1), (2, 2)], ids=["2x1", "2x2"])
+def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, processes, devices):
+    """A chief and a worker train with an InMemoryEvaluatorHook (every 3 steps), a
+    ValidationHandler and training metrics (every 3 steps). Each evaluation: every process
+    its shard of 50 rows in batches of 8 (4 batches and 3, the last one of 2 rows), merged;
+    it equals a single-process
+    evaluate() of the whole set on the checkpoint of that step (saved every 3 steps), to
+    1e-6, on every process; the chief alone wrote it. The training metrics equal those of
+    one process reading the same global batches."""
+    import multihost_job as job
+
+    single = _single(tmp_path / "single", "--live-eval")
+    chief, worker = _job(tmp_path / "multi", "--live-eval", processes=processes, devices=devices)
+    assert sorted(chief["live"], key=int) == ["0", "3", "6"]  # at start, every 3, (end: 6)
+    e = est.Estimator(job.model_fn, str(tmp_path / "multi"), est.RunConfig(tf_random_seed=3))
+    for step, live in chief["live"].items():
+        path = str(tmp_path / "multi" / f"model.ckpt_{step}")
+        expected = e.evaluate(job.live_eval_input_fn, checkpoint_path=path, name="reference")
+        assert expected["global_step"] == int(step)
+        for key in ("mae", "loss"):
+            assert live[key] == pytest.approx(expected[key], abs=1e-6), (step, key)
+            assert worker["live"][step][key] == pytest.approx(live[key], abs=1e-7)
+            assert single["live"][step][key] == pytest.approx(live[key], abs=1e-6)
+    # The ValidationHandler (every 3 batches) evaluates the same way.
+    assert sorted(chief["validation"], key=int) == ["3", "6"]
+    for step, results in chief["validation"].items():
+        for key in ("mae", "loss"):
+            assert results["validation/" + key] == pytest.approx(chief["live"][step][key], abs=1e-7)
+    written = est.summary.read_eval_metrics(str(tmp_path / "multi" / "eval_live"))
+    assert sorted(written) == [0, 3, 6]
+    assert len(list((tmp_path / "multi" / "eval_live").glob("events.out.tfevents.*"))) == 1
+    assert sorted(chief["train_metrics"], key=int) == ["3", "6"]
+    for step, report in chief["train_metrics"].items():
+        for key in ("train/mae", "train/loss"):
+            assert report[key] == pytest.approx(single["train_metrics"][step][key], abs=1e-6)
+            assert worker["train_metrics"][step][key] == pytest.approx(report[key], abs=1e-7)
+
+
 def test_a_killed_worker_fails_the_chief_quickly_and_a_restart_resumes(tmp_path):
     model_dir = tmp_path / "job"
     ports = _free_ports(2)
@@ -297,6 +336,23 @@ def test_train_and_evaluate_with_an_evaluator_task(tmp_path, devices):
         assert evaluated["metrics"][key] == pytest.approx(chief_result["metrics"][key], rel=1e-5)
     assert list((model_dir / "export" / "latest").iterdir())  # the evaluator exported
     assert list((model_dir / "eval").glob("events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+def test_train_and_evaluate_every_n_steps_on_the_chief_and_workers(tmp_path):
+    """EvalSpec(every_n_steps=3) in a chief + worker job (no evaluator task): both evaluate
+    their shards at step 3 and get the merged result; the early-stopping hook (the chief's
+    decision, broadcast) stops both at that step; the chief alone exported (BestExporter)
+    and wrote the evaluation."""
+    model_dir = tmp_path / "job"
+    chief, worker = _job(
+        model_dir, "--train-and-evaluate", "--every-n-steps", "3", "--steps", "9", devices=1
+    )
+    assert chief["metrics"]["global_step"] == worker["metrics"]["global_step"] == 3
+    assert worker["metrics"]["mae"] == pytest.approx(chief["metrics"]["mae"], abs=1e-7)
+    exports = [p for p in (model_dir / "export" / "best").iterdir() if p.name.isdigit()]
+    assert len(exports) == 1  # beside BestExporter's best_eval_result.json
+    assert sorted(est.summary.read_eval_metrics(str(model_dir / "eval"))) == [3]
 
 
 def test_joining_after_jax_started_says_what_to_do(tmp_path, monkeypatch):

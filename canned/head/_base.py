@@ -345,7 +345,9 @@ class Head(abc.ABC):
         * TRAIN: also ``train_op``: ``optimizer`` (restricted to ``trainable_variables``
           when given), or ``train_op_fn(loss)``. Records the summaries ``loss`` and
           ``regularization_loss`` (with the head's name suffix) when run inside
-          ``model_fn``.
+          ``model_fn``; in a train step that reports training metrics
+          (``RunConfig(train_metrics_steps=...)``), also the EVAL metrics, computed on the
+          training batch.
 
         Args:
           features: the features dict (for the ``weight_column``).
@@ -406,11 +408,23 @@ class Head(abc.ABC):
                 ),
             )
         train_op = create_train_op(optimizer, trainable_variables, train_op_fn, update_ops, loss)
-        if est_variables.current_frame() is not None:
+        frame = est_variables.current_frame()
+        if frame is not None:
             est_summary.scalar(self._summary_key(MetricKeys.LOSS), loss)
             if regularization_losses is not None:
                 est_summary.scalar(
                     self._summary_key(MetricKeys.LOSS_REGULARIZATION),
                     regularization_total(regularization_losses),
                 )
-        return EstimatorSpec(mode=mode, predictions=predictions, loss=loss, train_op=train_op)
+        metrics = None
+        if frame is not None and frame.train_metrics:  # RunConfig(train_metrics_steps=...)
+            metrics = self.eval_metrics(
+                labels, logits, features, regularization_losses=regularization_losses
+            )
+        return EstimatorSpec(
+            mode=mode,
+            predictions=predictions,
+            loss=loss,
+            train_op=train_op,
+            eval_metric_ops=metrics,
+        )

@@ -264,13 +264,23 @@ class MultiHead(_base.Head):
         train_op = _base.create_train_op(
             optimizer, trainable_variables, train_op_fn, update_ops, loss
         )
-        if est_variables.current_frame() is not None:
+        frame = est_variables.current_frame()
+        if frame is not None:
             est_summary.scalar(MetricKeys.LOSS, loss)
             if regularization_losses is not None:
                 est_summary.scalar(
                     MetricKeys.LOSS_REGULARIZATION, regularization_total(regularization_losses)
                 )
-        return EstimatorSpec(mode=mode, predictions=predictions, loss=loss, train_op=train_op)
+        metrics = None
+        if frame is not None and frame.train_metrics:  # RunConfig(train_metrics_steps=...)
+            metrics = self.eval_metrics(labels, split, features, regularization_losses)
+        return EstimatorSpec(
+            mode=mode,
+            predictions=predictions,
+            loss=loss,
+            train_op=train_op,
+            eval_metric_ops=metrics,
+        )
 
 
 def _default_output(export_outputs: dict, head_name: str):

@@ -22,6 +22,7 @@ from estimator.distribute.cluster import shared_seed as shared_seed
 from estimator.distribute.input_context import InputContext as InputContext
 from estimator.distribute.placement import AgreedEnd as AgreedEnd
 from estimator.distribute.placement import SyncedTimer as SyncedTimer
+from estimator.distribute.placement import local_copy as local_copy
 from estimator.distribute.placement import place as place
 from estimator.distribute.placement import process_local as process_local
 from estimator.distribute.placement import process_local_placement as process_local_placement
@@ -36,6 +37,7 @@ __all__ = [
     "connect",
     "input_end_timeout",
     "is_chief",
+    "local_copy",
     "mesh_for",
     "multi_process",
     "place",

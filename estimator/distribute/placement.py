@@ -18,7 +18,14 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
-__all__ = ["AgreedEnd", "SyncedTimer", "place", "process_local", "process_local_placement"]
+__all__ = [
+    "AgreedEnd",
+    "SyncedTimer",
+    "local_copy",
+    "place",
+    "process_local",
+    "process_local_placement",
+]
 
 
 def process_local_placement(mesh) -> Callable:
@@ -85,6 +92,22 @@ def process_local(tree, mesh):
     return jax.tree.map(leaf, tree)
 
 
+def local_copy(tree):
+    """``tree`` with every array that spans other processes made this process's own: its
+    local copy of a replicated array (a metrics accumulator, replicated variables), else
+    the whole array gathered from every process (a collective: every process must call).
+    Arrays of this process alone are returned as they are."""
+
+    def leaf(x):
+        if not isinstance(x, jax.Array) or x.is_fully_addressable:
+            return x
+        if x.sharding.is_fully_replicated:
+            return x.addressable_data(0)
+        return multihost_utils.process_allgather(x, tiled=True)
+
+    return jax.tree.map(leaf, tree)
+
+
 class SyncedTimer:
     """A ``SecondOrStepTimer`` whose time-based decisions every process shares.
 
@@ -136,6 +159,7 @@ class AgreedEnd:
         self._prefetcher = prefetcher
         self._timeout = int(timeout_secs)
         self._batches = 0
+        self._agreed = False
 
     def fill(self) -> None:
         self._prefetcher.fill()
@@ -143,8 +167,15 @@ class AgreedEnd:
     def warm(self) -> None:
         self._prefetcher.warm()
 
+    def epoch_ended(self) -> bool:
+        return self._prefetcher.epoch_ended()
+
     def peek(self):
-        return self._prefetcher.peek()
+        try:
+            return self._prefetcher.peek()
+        except StopIteration:
+            self._agree()  # the loop may learn of the end by a peek (an epoch to begin)
+            raise
 
     def pop(self):
         try:
@@ -155,7 +186,13 @@ class AgreedEnd:
         self._batches += 1
         return batch
 
+    def __getattr__(self, name: str):  # last_batch_size, batch_count, padding
+        return getattr(self._prefetcher, name)
+
     def _agree(self) -> None:
+        if self._agreed:
+            return
+        self._agreed = True
         AgreedEnd._ends += 1
         try:
             ocp.multihost.sync_global_processes(

@@ -3,15 +3,20 @@
 * ``steps`` — the pure train/eval/predict step functions and ``TrainState``.
 * ``compiler`` — ``StepCompiler``: a mode's step compiled once per batch signature.
 * ``state`` — where a run's state comes from (memory, a checkpoint, a warm start).
-* ``loop`` — the session loop: TF's hook protocol around the compiled steps.
+* ``loop`` — the session loop: TF's hook protocol and the event handlers' around the
+  compiled steps; ``session`` — what hooks and handlers see of it; ``epochs`` — the
+  input's pass boundaries, and more passes for a ``StoppingHandler``; ``lazy_outputs`` —
+  a step's values for ``batch_end``, fetched when read.
+* ``live_evaluation`` — evaluation of the live training state, over a job's processes.
 * ``runtime`` — ``Runtime``: one Estimator's engine (``Estimator.runtime``).
 * ``default_hooks`` — the hooks ``train()`` adds, in TF's order.
 * ``interrupt``, ``model_dir_lock``, ``eval_results`` — signals, the one-writer lock on
   ``model_dir``, evaluation's final values.
 
-Layers, each importing only those before it: ``estimator.hooks`` (the protocol and TF's
-hooks), ``estimator.model`` (what ``model_fn`` writes), this package,
-``estimator.Estimator``, ``estimator.training`` (``tests/test_layout.py`` checks it).
+Layers, each importing only those before it: ``estimator.hooks`` and
+``estimator.handlers`` (the protocols, TF's hooks, Gluon's handlers), ``estimator.model``
+(what ``model_fn`` writes), this package, ``estimator.Estimator``, ``estimator.training``
+(``tests/test_layout.py`` checks it).
 """
 
 from estimator.engine.compiler import StepCompiler as StepCompiler

@@ -35,6 +35,7 @@ from estimator.engine.compile_queue import CompileQueue
 from estimator.engine.eval_results import finalize
 from estimator.engine.steps import (
     PROGRAMS,
+    TRAIN_METRICS,
     StepInfo,
     TrainState,
     batch_stats,
@@ -42,7 +43,9 @@ from estimator.engine.steps import (
     init_state,
     run_model,
     traced,
+    train_batch,
 )
+from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 
 __all__ = ["StepCompiler", "signature"]
@@ -101,6 +104,8 @@ class StepCompiler:
       host_batches: batches reach the program as host arrays (one CPU device: see
         ``estimator.inputs.placement``); a fused call then stacks small ones
         (:meth:`stacks`).
+      program: the key of ``PROGRAMS`` to compile when it is not ``mode`` (``TRAIN_METRICS``:
+        the train step that accumulates training metrics).
 
     Attributes:
       info: the :class:`StepInfo` of the current run (see :meth:`prepare_run`).
@@ -116,11 +121,16 @@ class StepCompiler:
         state_sharding=None,
         steps_per_call: int = 1,
         host_batches: bool = True,
+        program: str | None = None,
     ) -> None:
         self.model = model
         self.mode = mode
         self.state_sharding = state_sharding
-        self.program = PROGRAMS[mode]
+        self.program = PROGRAMS[program or mode]
+        # The function an accumulator's structure comes from, and its place in the result.
+        self._accumulated = {ModeKeys.EVAL: (batch_stats, 0), TRAIN_METRICS: (train_batch, 3)}.get(
+            program or mode
+        )
         self.steps_per_call = max(1, int(steps_per_call)) if self.program.steps else 1
         self.info: StepInfo | None = None
         self.call_count = 0
@@ -187,10 +197,12 @@ class StepCompiler:
         return jax.device_put(state, jax.sharding.SingleDeviceSharding(jax.local_devices()[0]))
 
     def empty_accumulator(self, state, features, labels):
-        """Zero metrics/loss accumulator for EVAL (metric statistics are sums)."""
+        """Zero metrics/loss accumulator, as host arrays (metric statistics are sums): of
+        evaluation (EVAL), or of training metrics (``TRAIN_METRICS``)."""
         if self._abstract_acc is None:
-            # The trace the evaluation programs replay (estimator.engine.steps.traced).
-            self._abstract_acc = traced(self.model, batch_stats, state, features, labels)[1][0]
+            # The trace the programs replay (estimator.engine.steps.traced).
+            function, index = self._accumulated
+            self._abstract_acc = traced(self.model, function, state, features, labels)[1][index]
         return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), self._abstract_acc)
 
     def finalizer(self, acc) -> Callable:

@@ -5,7 +5,9 @@ chief hooks first (a ``CheckpointSaverHook`` on the ``RunConfig`` schedule unles
 given, ``EstimatorSpec.training_chief_hooks``, a ``StepCounterHook`` and a
 ``SummarySaverHook``), then the worker hooks (the caller's hooks, a ``NanTensorHook``, a
 ``LoggingTensorHook`` of loss and step every ``log_step_count_steps``, then
-``EstimatorSpec.training_hooks``).
+``EstimatorSpec.training_hooks``). Beyond TF: a ``MetricHandler`` reporting the training
+metrics every ``RunConfig.train_metrics_steps`` (the loop then orders the list by
+priority: ``estimator.handlers.order``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 from collections.abc import Callable
 
 from estimator.distribute.placement import SyncedTimer
+from estimator.handlers.metric import MetricHandler
 from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.summary import make_summary_hook
@@ -42,6 +45,10 @@ def default_training_hooks(
     """
     log_steps = config.log_step_count_steps
     worker_hooks = list(hooks)
+    if config.train_metrics_steps and not any(isinstance(h, MetricHandler) for h in hooks):
+        # Every process reads and resets its copy of the metrics at the same steps; the
+        # chief logs and writes them (RunConfig.train_metrics_steps).
+        worker_hooks.append(MetricHandler(batch_period=config.train_metrics_steps))
     # The NaN guard is in the step (after a non-finite loss no step changes anything); the
     # hook raises as soon as any fetch or checkpoint save brings the record to the host,
     # and checks it itself every log_step_count_steps (100 without logging) and at the end.

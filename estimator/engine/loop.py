@@ -1,12 +1,13 @@
 """The session loop: TF's ``MonitoredSession`` around the compiled steps.
 
-* :class:`Session` — what hooks see (global step, state, the last step's outputs) and the
-  one place values move from the device to the host (:meth:`Session.run`).
+* :class:`~estimator.engine.session.Session` — what hooks see (global step, state, the
+  last step's outputs) and the one place values move from the device to the host.
 * :class:`TrainRunner`, :class:`EvalRunner`, :class:`PredictRunner` — run the steps of a
   mode; train and evaluation steps whose values no hook fetches are queued and run
   ``steps_per_execution`` at a time.
 * :func:`loop_steps` / :func:`run_loop` — the hook calls in TF's order around each step
-  (see ``estimator.hooks.session_run_hook``).
+  (see ``estimator.hooks.session_run_hook``), and the event handlers' calls in the same
+  list (see ``estimator.handlers.events``, whose docstring has the loop as pseudo-code).
 """
 
 from __future__ import annotations
@@ -16,10 +17,15 @@ from collections.abc import Iterator
 import jax
 import numpy as np
 
+from estimator import distribute
 from estimator.engine.compile_policy import MANY_RUNS, RunPlan
 from estimator.engine.compiler import StepCompiler
 from estimator.engine.interrupt import SignalGuard
+from estimator.engine.lazy_outputs import LazyValue, StepOutputs
+from estimator.engine.session import Session as Session
+from estimator.engine.session import needs_device
 from estimator.engine.steps import TrainState
+from estimator.handlers.events import BatchBegin, BatchEnd, EpochBegin, EpochEnd, TrainEnd
 from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import (
     SessionRunArgs,
@@ -28,128 +34,6 @@ from estimator.hooks.session_run_hook import (
     SessionRunValues,
 )
 from estimator.inputs import Prefetcher
-from estimator.mode_keys import ModeKeys
-from estimator.model.strings import to_host
-
-
-class Session:
-    """What hooks see of the running loop (TF's ``session``).
-
-    Attributes:
-      mode: the ``ModeKeys`` value of the loop.
-      model_dir: the Estimator's model directory.
-      global_step: the global step (a host ``int``; exact without a device sync).
-      state: the current :class:`TrainState` (device arrays; reading it runs any
-        deferred steps first). Valid until the next step, which donates its input state:
-        a hook that keeps values copies them (``jax.device_get``), as TF hooks receive
-        copies from ``session.run``.
-      outputs: the last step's named outputs (device arrays; likewise).
-      output_names: the names every step outputs (what hooks may fetch besides
-        ``global_step``).
-      non_finite_step: training: the first global step whose loss was not finite, as
-        last seen on the host, or -1. Every transfer :meth:`run` makes in training also
-        brings the device's record, so this is current whenever anything was fetched,
-        at no extra sync.
-    """
-
-    def __init__(
-        self, mode: str, model_dir: str, runner, global_step: int, output_names: tuple = ()
-    ) -> None:
-        self.mode = mode
-        self.model_dir = model_dir
-        self.runner = runner
-        self.global_step = global_step
-        self.output_names = output_names
-        self.non_finite_step = -1
-
-    @property
-    def state(self) -> TrainState:
-        self.runner.flush()
-        return self.runner.state
-
-    @property
-    def outputs(self) -> dict:
-        self.runner.flush()
-        return self.runner.outputs
-
-    def _lookup(self, name: str, step: int | None):
-        if name == hooks_lib.GLOBAL_STEP:
-            return np.int64(self.global_step if step is None else step)
-        if name == hooks_lib.NON_FINITE_STEP:
-            return self.state.non_finite_step
-        outputs = self.outputs
-        if name in outputs:
-            return outputs[name]
-        known = ", ".join(sorted([hooks_lib.GLOBAL_STEP, *map(str, outputs)]))
-        raise KeyError(
-            f"A hook asked for {name!r}, but no value of that name exists in this step. Known "
-            f"names: {known}. Name an array inside model_fn with "
-            f"estimator.identity(x, name={name!r})."
-        )
-
-    def run(self, fetches, *, step: int | None = None):
-        """Values for ``fetches`` (a name or a nested list/tuple/dict of names) from the
-        last step, as NumPy (one device -> host transfer for all of them)."""
-        names = {_strip(n): None for n in _fetch_names(fetches)}
-        values = {name: self._lookup(name, step) for name in names}
-        on_device = {k: v for k, v in values.items() if not isinstance(v, np.generic)}
-        if on_device:  # one transfer for everything requested in this step
-            training = self.mode == ModeKeys.TRAIN
-            if training:  # the NaN record rides along: a scalar in the same transfer
-                on_device.setdefault(hooks_lib.NON_FINITE_STEP, self.state.non_finite_step)
-            host = to_host(on_device)
-            if training:
-                self.non_finite_step = int(host[hooks_lib.NON_FINITE_STEP])
-            values.update(host)
-
-        def build(f):
-            if isinstance(f, str):
-                return values[_strip(f)]
-            if isinstance(f, dict):
-                return type(f)((k, build(v)) for k, v in f.items())
-            if isinstance(f, (list, tuple)):
-                return type(f)(build(v) for v in f)
-            return None
-
-        return build(fetches)
-
-    def checkpoint_state(self, step: int) -> tuple[int, TrainState]:
-        """``(global_step, state)`` to save as the checkpoint for ``step``.
-
-        After a non-finite loss at global step k, the train step changes nothing (see
-        ``StepCompiler``), so the state is the one of step k: it is saved as step k, never
-        under a later step's number. Reads the device's record (one scalar; a save
-        transfers the state anyway).
-        """
-        if self.mode == ModeKeys.TRAIN:
-            bad = int(self.run(hooks_lib.NON_FINITE_STEP))
-            if 0 <= bad < step:
-                return bad, self.state
-        return step, self.state
-
-
-def _strip(name: str) -> str:
-    return name[:-2] if name.endswith(":0") else name
-
-
-def _fetch_names(fetches) -> Iterator[str]:
-    if isinstance(fetches, str):
-        yield fetches
-    elif isinstance(fetches, dict):
-        for value in fetches.values():
-            yield from _fetch_names(value)
-    elif isinstance(fetches, (list, tuple)):
-        for value in fetches:
-            yield from _fetch_names(value)
-    elif fetches is not None:
-        raise TypeError(
-            f"Fetches must be names (str) or lists/tuples/dicts of names; got {fetches!r}."
-        )
-
-
-def _needs_device(requests: dict) -> bool:
-    return any(_strip(n) != hooks_lib.GLOBAL_STEP for n in _fetch_names(requests))
-
 
 _NO_RESULTS = SessionRunValues(None)
 _NO_ARGS = SessionRunArgs(None)
@@ -183,12 +67,14 @@ class _QueuedRunner:
         self.compiler = compiler
         self.outputs: dict = {}
         self.k = compiler.steps_per_call
+        self.steps_run = 0  # steps run on the device (the queued ones not yet)
         self._pending: list = []
         self._shapes = None
 
     def run(self, batch, sync: bool) -> None:
         if self.k == 1:
             self._many([batch])
+            self.steps_run += 1
             return
         shapes = _batch_shapes(batch)
         if self._pending and shapes != self._shapes:
@@ -203,18 +89,49 @@ class _QueuedRunner:
         while pending:
             chunk, pending[: self.k] = pending[: self.k], []
             self._many(chunk)
+            self.steps_run += len(chunk)
 
 
 class TrainRunner(_QueuedRunner):
-    """Train steps; ``state`` is the :class:`TrainState` after the last step run."""
+    """Train steps; ``state`` is the :class:`TrainState` after the last step run.
 
-    def __init__(self, compiler: StepCompiler, state: TrainState, plan: RunPlan = MANY_RUNS):
+    With ``metrics`` (an empty accumulator, host zeros: training metrics are on) the
+    steps are ``estimator.engine.steps.train_metrics_step``s and ``metrics`` is the
+    accumulator on the device after the last step run: read with :meth:`metric_values`,
+    emptied with :meth:`reset_metrics`.
+    """
+
+    def __init__(
+        self,
+        compiler: StepCompiler,
+        state: TrainState,
+        plan: RunPlan = MANY_RUNS,
+        metrics=None,
+    ):
         super().__init__(compiler)
         self.state = state
         self.plan = plan
+        self.metrics = metrics
+        self._empty = metrics
+        self._finalize = None if metrics is None else compiler.finalizer(metrics)
 
     def _many(self, batches: list) -> None:
-        self.state, self.outputs, _ = self.compiler.multi(self.state, batches, plan=self.plan)
+        if self.metrics is None:
+            self.state, self.outputs, _ = self.compiler.multi(self.state, batches, plan=self.plan)
+            return
+        self.state, self.metrics, self.outputs, _ = self.compiler.multi(
+            self.state, self.metrics, batches, plan=self.plan
+        )
+
+    def metric_values(self) -> tuple[dict, jax.Array]:
+        """``(metrics, mean loss)`` of the accumulator after the queued steps, on the
+        device (each process computes them from its copy: no collective)."""
+        self.flush()
+        return self._finalize(distribute.local_copy(self.metrics))
+
+    def reset_metrics(self) -> None:
+        self.flush()
+        self.metrics = self._empty
 
 
 class EvalRunner(_QueuedRunner):
@@ -246,13 +163,48 @@ class PredictRunner:
         self.plan = plan
         self.outputs: dict = {}
         self.pending: list = []
+        self.steps_run = 0
 
     def run(self, batch, sync: bool) -> None:
         predictions, self.outputs, _ = self.compiler(self.state, *batch, plan=self.plan)
         self.pending.append(predictions)
+        self.steps_run += 1
 
     def flush(self) -> None:
         pass
+
+
+class _Handlers:
+    """The event handlers among a loop's hooks, per event, in the list's order."""
+
+    def __init__(self, hooks: list, training: bool) -> None:
+        self.epoch_begin = [h for h in hooks if isinstance(h, EpochBegin)]
+        self.batch_begin = [h for h in hooks if isinstance(h, BatchBegin)]
+        self.batch_end = [h for h in hooks if isinstance(h, BatchEnd)]
+        self.epoch_end = [h for h in hooks if isinstance(h, EpochEnd)]
+        self.train_end = [h for h in hooks if isinstance(h, TrainEnd)] if training else []
+        # Epoch boundaries are looked for only when a handler wants them.
+        self.epochs = bool(self.epoch_begin or self.epoch_end)
+
+
+def _interleave(hooks: list, first: list, second: list) -> list:
+    """``[(hook, is_second)]``: the members of ``first`` and ``second`` (subsets of
+    ``hooks``) in ``hooks``' order; one in both comes twice, ``first`` first."""
+    in_first, in_second = {id(h) for h in first}, {id(h) for h in second}
+    calls = []
+    for hook in hooks:
+        if id(hook) in in_first:
+            calls.append((hook, False))
+        if id(hook) in in_second:
+            calls.append((hook, True))
+    return calls
+
+
+def _batch_end_kwargs(session, batch, step: int) -> dict:
+    outputs = StepOutputs(session, step)
+    labels = batch[1] if len(batch) > 1 else None
+    loss = LazyValue(outputs, hooks_lib.LOSS) if hooks_lib.LOSS in session.output_names else None
+    return {"batch": batch, "label": labels, "outputs": outputs, "loss": loss}
 
 
 def loop_steps(
@@ -264,19 +216,22 @@ def loop_steps(
     advances_global_step: bool = False,
     guard: SignalGuard | None = None,
 ) -> Iterator[int]:
-    """Runs steps with TF's hook protocol until a stop, the end of input or ``num_steps``,
-    yielding the number of steps run after each one.
+    """Runs steps with TF's hook protocol, and the event handlers' protocol, until a stop,
+    the end of input or ``num_steps``, yielding the number of steps run after each one.
 
-    ``hooks``' ``begin`` and ``after_create_session`` have been called by the caller (the
-    state is created between them); this calls ``before_run``/``after_run`` around each
-    step and ``end`` when the loop ends normally.
+    ``hooks``' ``begin`` and ``after_create_session`` (and handlers' ``train_begin``) have
+    been called by the caller (the state is created between them); this calls
+    ``before_run``/``after_run`` around each step, the handlers' epoch and batch events, and
+    ``end`` (``train_end``) when the loop ends normally — see ``estimator.handlers.events``
+    for the order.
 
     Args:
       session: the :class:`Session`; its runner runs the steps.
-      hooks: in call order.
-      prefetcher: the batches.
+      hooks: hooks and handlers, in call order (``estimator.handlers.order``).
+      prefetcher: the batches (with ``epoch_ended()``: see ``estimator.engine.epochs``).
       num_steps: at most this many steps (evaluation's ``steps``).
-      advances_global_step: training: the global step grows by one per step.
+      advances_global_step: training: the global step grows by one per step, and the
+        handlers' ``train_end`` is called.
       guard: a :class:`~estimator.engine.interrupt.SignalGuard`; when it has received a signal
         the loop stops after the step, without calling ``end`` (as an exception would).
     """
@@ -292,27 +247,45 @@ def loop_steps(
     before = [(i, h) for i, h in enumerate(hooks) if overrides(h, "before_run")]
     after = [h for h in hooks if overrides(h, "after_run")]
     after_indexed = [(i, h) for i, h in enumerate(hooks) if h in after]
+    handlers = _Handlers(hooks, advances_global_step)
+    if handlers.batch_begin:
+        before_calls = _interleave(hooks, [h for _, h in before], handlers.batch_begin)
+        index_of = {id(h): i for i, h in before}
+    if handlers.batch_end:
+        after_calls = _interleave(hooks, after, handlers.batch_end)
+        after_index = {id(h): i for i, h in after_indexed}
+    epoch_open = False
+    stopped = False
     prefetcher.fill()
     while num_steps is None or count < num_steps:
+        if not epoch_open and (handlers.epochs or handlers.batch_begin):
+            try:
+                prefetcher.peek()  # an epoch (or a batch) begins only when a batch follows
+            except StopIteration:
+                break
+            if handlers.epochs:
+                for handler in handlers.epoch_begin:
+                    handler.epoch_begin(session)
+                epoch_open = True
         context = SessionRunContext(_NO_ARGS, session)
         requests = None
-        for index, hook in before:
-            args = hook.before_run(context)
-            if args is not None:
-                if not isinstance(args, SessionRunArgs):
-                    raise TypeError(
-                        f"{type(hook).__name__}.before_run returned {args!r}; expected None or "
-                        "a SessionRunArgs. (A mock hook: MagicMock(wraps=SessionRunHook(), "
-                        "spec=SessionRunHook) returns None, as TF's own tests use it.)"
-                    )
-                if args.feed_dict:
-                    raise ValueError(
-                        f"{type(hook).__name__}.before_run returned a feed_dict; feeding values "
-                        "into a step is not supported (there is no graph to feed)."
-                    )
-                if requests is None:
-                    requests = {}
-                requests[index] = args.fetches
+        if handlers.batch_begin:
+            batch = prefetcher.peek()
+            for hook, is_handler in before_calls:
+                if is_handler:
+                    hook.batch_begin(session, batch=batch)
+                    continue
+                args = _before_run(hook, context)
+                if args is not None:
+                    requests = requests if requests is not None else {}
+                    requests[index_of[id(hook)]] = args.fetches
+        else:
+            for index, hook in before:
+                args = _before_run(hook, context)
+                if args is not None:
+                    if requests is None:
+                        requests = {}
+                    requests[index] = args.fetches
         try:
             batch = prefetcher.pop()
         except StopIteration:
@@ -323,32 +296,76 @@ def loop_steps(
         only_step = requests is not None and all(
             f is hooks_lib.GLOBAL_STEP or f == hooks_lib.GLOBAL_STEP for f in requests.values()
         )
-        run(batch, requests is not None and not only_step and _needs_device(requests))
+        run(batch, requests is not None and not only_step and needs_device(requests))
         prefetcher.fill()
         if advances_global_step:
             session.global_step = step_before + 1
         count += 1
+        ended = handlers.epochs and prefetcher.epoch_ended()
+        results = {}
         if requests:
             if only_step:
                 value = np.int64(step_before)
                 results = dict.fromkeys(requests, value)
             else:
                 results = session.run(requests, step=step_before)
+        if handlers.batch_end:
+            kwargs = _batch_end_kwargs(session, batch, session.runner.steps_run + _queued(session))
+            for hook, is_handler in after_calls:
+                if is_handler:
+                    stopped = bool(hook.batch_end(session, **kwargs)) or stopped
+                    continue
+                index = after_index[id(hook)]
+                values = SessionRunValues(results[index]) if index in results else _NO_RESULTS
+                hook.after_run(context, values)
+        elif requests:
             for index, hook in after_indexed:
                 values = SessionRunValues(results[index]) if index in results else _NO_RESULTS
                 hook.after_run(context, values)
         else:
             for hook in after:
                 hook.after_run(context, _NO_RESULTS)
+        stopping = stopped or context.stop_requested
+        last = stopping or (num_steps is not None and count >= num_steps)
+        if epoch_open and (ended or last):
+            for handler in handlers.epoch_end:  # an epoch a stop cut short ends here too
+                stopped = bool(handler.epoch_end(session)) or stopped
+            session.epoch += 1
+            epoch_open = False
         yield count
-        if context.stop_requested:
+        if stopped or context.stop_requested:
             break
         if guard is not None and guard.signum is not None:
             session.runner.flush()
             return
     session.runner.flush()
+    train_end = {id(h) for h in handlers.train_end}
     for hook in hooks:
         hook.end(session)
+        if id(hook) in train_end:
+            hook.train_end(session)
+
+
+def _queued(session) -> int:
+    return len(getattr(session.runner, "_pending", ()))
+
+
+def _before_run(hook, context):
+    args = hook.before_run(context)
+    if args is None:
+        return None
+    if not isinstance(args, SessionRunArgs):
+        raise TypeError(
+            f"{type(hook).__name__}.before_run returned {args!r}; expected None or "
+            "a SessionRunArgs. (A mock hook: MagicMock(wraps=SessionRunHook(), "
+            "spec=SessionRunHook) returns None, as TF's own tests use it.)"
+        )
+    if args.feed_dict:
+        raise ValueError(
+            f"{type(hook).__name__}.before_run returned a feed_dict; feeding values "
+            "into a step is not supported (there is no graph to feed)."
+        )
+    return args
 
 
 def run_loop(

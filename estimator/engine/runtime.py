@@ -22,9 +22,11 @@ import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import distribute
+from estimator.engine import live_evaluation
 from estimator.engine.compile_policy import FEW_BATCHES, RunPlan
 from estimator.engine.compiler import StepCompiler, signature
 from estimator.engine.default_hooks import default_training_hooks
+from estimator.engine.epochs import Passes
 from estimator.engine.eval_results import host_value
 from estimator.engine.interrupt import SignalGuard
 from estimator.engine.loop import (
@@ -38,7 +40,9 @@ from estimator.engine.loop import (
     run_loop,
 )
 from estimator.engine.state import StateSource
-from estimator.engine.steps import TrainState
+from estimator.engine.steps import TRAIN_METRICS, TrainState
+from estimator.handlers.events import TrainBegin, check_handler, order
+from estimator.handlers.stopping import StoppingHandler
 from estimator.hooks import basic as hooks_lib
 from estimator.inputs import (
     Prefetcher,
@@ -113,17 +117,20 @@ class Runtime:
     def model_dir(self) -> str:
         return self.config.model_dir
 
-    def compiler(self, mode: str) -> StepCompiler:
-        """The mode's :class:`StepCompiler` (made on first use)."""
-        if mode not in self._compilers:
-            self._compilers[mode] = StepCompiler(
+    def compiler(self, mode: str, *, metrics: bool = False) -> StepCompiler:
+        """The mode's :class:`StepCompiler` (made on first use); with ``metrics``, the
+        TRAIN one whose step accumulates training metrics (``TRAIN_METRICS``)."""
+        key = TRAIN_METRICS if metrics else mode
+        if key not in self._compilers:
+            self._compilers[key] = StepCompiler(
                 self.model,
                 mode,
                 self._sharding,
                 self.steps_per_execution,
                 host_batches=host_batches(self.mesh),
+                program=TRAIN_METRICS if metrics else None,
             )
-        return self._compilers[mode]
+        return self._compilers[key]
 
     def compile_counts(self) -> dict[str, int]:
         """``{mode: programs compiled}`` for the modes run so far (a public counter: tests
@@ -238,17 +245,46 @@ class Runtime:
 
     def _session(self, mode: str, runner, state: TrainState, hooks, info) -> Session:
         """The session hooks see; calls their ``after_create_session`` (TF's order: after
-        ``begin`` and after the state is created or restored)."""
-        session = Session(mode, self.model_dir, runner, int(state.global_step), info.output_names)
+        ``begin`` and after the state is created or restored), and in training the
+        handlers' ``train_begin`` in the same pass over the list."""
+        training = mode == ModeKeys.TRAIN
+        session = Session(
+            mode,
+            self.model_dir,
+            runner,
+            int(state.global_step),
+            info.output_names,
+            is_chief=self.is_chief,
+            evaluate=self.evaluate_live if training else None,
+            save_checkpoint=self._save_live if training else None,
+        )
         for hook in hooks:
             hook.after_create_session(session, None)
+            if training and isinstance(hook, TrainBegin):
+                hook.train_begin(session)
         return session
+
+    def _ordered(self, hooks: list) -> list:
+        """The hooks and handlers in the loop's order (``estimator.handlers.order``), each
+        handler checked (those ``model_fn`` returned are attached only now)."""
+        for hook in hooks:
+            check_handler(hook)
+        return order(hooks)
+
+    def _save_live(self, session: Session) -> str:
+        """``session.save_checkpoint()``: the state now, as the Estimator's checkpoint."""
+        step, state = session.checkpoint_state(session.global_step)
+        return self.saver().save(step, state)
 
     # ----- train ------------------------------------------------------------------------
     def train(self, input_fn, hooks, saving_listeners, latest: str | None) -> float | None:
         """Trains from checkpoint ``latest`` (or fresh/warm-started variables) until a hook
         stops or the input ends; returns the last step's loss (None without steps)."""
-        compiler = self.compiler(ModeKeys.TRAIN)
+        # Training metrics: when asked for (RunConfig) or read by a handler of the caller's.
+        metrics = bool(self.config.train_metrics_steps) or any(
+            getattr(h, "needs_train_metrics", False) for h in hooks
+        )
+        compiler = self.compiler(ModeKeys.TRAIN, metrics=metrics)
         prefetcher = self._prefetcher(input_fn, ModeKeys.TRAIN)
         try:
             first = prefetcher.peek()
@@ -259,14 +295,17 @@ class Runtime:
             return None
         self.model.check_labels(first[1])
         abstract = self.states.abstract(compiler, first)
+        # The train step's leading arguments: the state, and the metrics accumulator.
+        acc = compiler.empty_accumulator(abstract, *first) if metrics else None
+        leading = (abstract,) if acc is None else (abstract, acc)
         plan = self._plan(prefetcher, first)
-        compiler.precompile((abstract,), first, plan)
+        compiler.precompile(leading, first, plan)
         if latest is None:  # a fresh state: its program compiles beside the step's
             compiler.precompile_init(first[0], first[1] if len(first) > 1 else None)
         # The last batch's program compiles beside the first's (both XLA compiles at once).
-        self._precompile_last_batch(compiler, (abstract,), first, prefetcher, plan)
+        self._precompile_last_batch(compiler, leading, first, prefetcher, plan)
         prefetcher.warm()  # the input's host phase, while XLA compiles
-        info = compiler.prepare_run(abstract, *first, plan=plan)
+        info = compiler.prepare_run(*leading, *first, plan=plan)
         all_hooks = default_training_hooks(
             self.config,
             info,
@@ -276,10 +315,18 @@ class Runtime:
             chief=self.is_chief,
             processes=self.processes,
         )
+        all_hooks = self._ordered(all_hooks)
+        stopping = [h for h in all_hooks if isinstance(h, StoppingHandler)]
+        if stopping:  # more passes over the input while a StoppingHandler wants epochs
+            prefetcher = Passes(
+                prefetcher,
+                lambda: self._prefetcher(input_fn, ModeKeys.TRAIN),
+                lambda: any(h.wants_another_pass() for h in stopping),
+            )
         for hook in all_hooks:
             hook.begin()
         state = self.states.read(compiler, first, latest, training=True, abstract=abstract)
-        runner = TrainRunner(compiler, state, plan)
+        runner = TrainRunner(compiler, state, plan, metrics=acc)
         session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
         # A save is collective in a multi-process job: one process's SIGTERM can't save.
         guard = SignalGuard(
@@ -323,6 +370,20 @@ class Runtime:
         results to ``eval_dir(name)`` and returns them (see ``Estimator.evaluate``)."""
         compiler = self.compiler(ModeKeys.EVAL)
         prefetcher = self._prefetcher(input_fn, ModeKeys.EVAL)
+        start = time.time()
+        acc, finalize_metrics, global_step = self.evaluation_loop(
+            compiler, prefetcher, steps, hooks, path, state
+        )
+        metrics, loss = jax.device_get(finalize_metrics(acc))
+        return self.record_evaluation(metrics, loss, global_step, name, path, start)
+
+    def evaluation_loop(self, compiler, prefetcher, steps, hooks, path, state=None) -> tuple:
+        """Runs an evaluation's loop (hooks included) from checkpoint ``path`` or the
+        in-memory ``state``; returns ``(accumulator on the device, finalize, global step)``.
+
+        Raises:
+          ValueError: an input without a batch (and ``model_fn``'s errors).
+        """
         try:
             first = prefetcher.peek()
         except StopIteration:
@@ -350,9 +411,8 @@ class Runtime:
             state = self.states.read(compiler, first, path, training=False, abstract=abstract)
         finalize_metrics = compiler.finalizer(acc)
         info = compiler.prepare_run(state, acc, *first, plan=plan)
-        all_hooks = hooks + list(info.hooks)
+        all_hooks = self._ordered(hooks + list(info.hooks))
         logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
-        start = time.time()
         for hook in all_hooks:
             hook.begin()
         runner = EvalRunner(compiler, state, acc, plan)
@@ -361,10 +421,16 @@ class Runtime:
             run_loop(session, all_hooks, prefetcher, num_steps=steps, guard=guard)
         guard.raise_if_received()
         runner.flush()
-        metrics, loss = jax.device_get(finalize_metrics(runner.accumulator))
+        return runner.accumulator, finalize_metrics, int(session.global_step)
+
+    def record_evaluation(
+        self, metrics: dict, loss, global_step: int, name, path, start: float
+    ) -> dict[str, Any]:
+        """An evaluation's results (host values, ``loss`` and ``global_step`` added),
+        logged as TF does and written to ``eval_dir(name)`` by the chief."""
         results = {k: host_value(v) for k, v in metrics.items()}
         results["loss"] = float(loss)
-        results["global_step"] = int(session.global_step)
+        results["global_step"] = int(global_step)
         logger.info("Inference Time : %.5fs", time.time() - start)
         logger.info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S"))
         logger.info(
@@ -375,6 +441,13 @@ class Runtime:
         if jax.process_index() == 0:  # every process of a job has them; one writes them
             write_eval_results(self.eval_dir(name), results, path)
         return results
+
+    def evaluate_live(self, session: Session, input_fn, steps, hooks, name) -> dict[str, Any]:
+        """Evaluates the training state on the device now (``session.evaluate``:
+        ``InMemoryEvaluatorHook``, ``ValidationHandler``); in a multi-process job every
+        process evaluates its shard and the statistics are merged
+        (``estimator.engine.live_evaluation``)."""
+        return live_evaluation.evaluate(self, session, input_fn, steps, list(hooks or []), name)
 
     # ----- predict ----------------------------------------------------------------------
     def predict(self, input_fn, predict_keys, hooks, path, yield_single_examples: bool) -> Iterator:
@@ -396,7 +469,7 @@ class Runtime:
             state = self.states.read(compiler, first, path, training=False)
             info = compiler.prepare_run(state, *first, plan=plan)
         self._precompile_last_batch(compiler, (state,), first, prefetcher, plan)
-        all_hooks = hooks + list(info.hooks)
+        all_hooks = self._ordered(hooks + list(info.hooks))
         for hook in all_hooks:
             hook.begin()
         runner = PredictRunner(compiler, state, predict_keys, plan)

@@ -167,7 +167,9 @@ class StateSource:
         """``state`` with variables from ``warm_start_from`` (``estimator.warm_starting``:
         TF's ``WarmStartSettings`` rules); logs what was warm-started from where."""
         init_opt_state = None
-        compiler = self.compilers.get(ModeKeys.TRAIN)
+        compiler = next(  # the plain train step's, or the one with training metrics
+            (c for c in self.compilers.values() if c.mode == ModeKeys.TRAIN and c.info), None
+        )
         if state.opt_state is not None and compiler is not None and compiler.info is not None:
             init_opt_state = jax.jit(compiler.info.train_op.init)
         return warm_starting.warm_start(

@@ -13,6 +13,11 @@ ordinary return value and costs nothing on the device.
   allows: ``estimator.engine.sparse``); a non-finite loss changes nothing, then or later.
 * EVAL ``eval_step(model, state, acc, features, labels) -> (acc', outputs, info)``:
   ``acc`` holds the merged metrics, the sum of batch losses and the number of batches.
+* TRAIN with training metrics (``RunConfig(train_metrics_steps=N)``)
+  ``train_metrics_step(model, state, acc, features, labels) -> (state', acc', outputs,
+  info)``: a train step that also merges the batch's ``eval_metric_ops`` (computed with the
+  variables the batch saw, before the update) into ``acc``, evaluation's accumulator. The
+  host reads and resets ``acc`` every N steps; nothing leaves the device in between.
 * PREDICT ``predict_step(model, state, features) -> (predictions, outputs, info)``.
 
 ``outputs`` maps the names hooks can fetch (``"loss"``, ``identity`` names, summaries,
@@ -41,6 +46,7 @@ from estimator.model.spec import EstimatorSpec
 
 __all__ = [
     "PROGRAMS",
+    "TRAIN_METRICS",
     "FetchName",
     "Program",
     "StepInfo",
@@ -49,10 +55,14 @@ __all__ = [
     "eval_step",
     "eval_steps",
     "init_state",
+    "merge_stats",
     "predict_step",
     "replay",
     "run_model",
     "traced",
+    "train_batch",
+    "train_metrics_step",
+    "train_metrics_steps",
     "train_step",
     "train_steps",
 ]
@@ -157,13 +167,23 @@ def _run(
     labels,
     trainable=None,
     rows=None,
+    train_metrics: bool = False,
 ):
     """``model_fn`` on the state's variables: ``(spec, frame, outputs, info)``."""
     variables = {
         "trainable": state.trainable if trainable is None else trainable,
         "non_trainable": state.non_trainable,
     }
-    spec, frame = model.apply(mode, features, labels, variables, state.global_step, rows, state.rng)
+    spec, frame = model.apply(
+        mode,
+        features,
+        labels,
+        variables,
+        state.global_step,
+        rows,
+        state.rng,
+        train_metrics=train_metrics,
+    )
     hooks, chief_hooks = _SPEC_HOOKS[mode](spec)
     outputs = {**frame.named, **frame.summaries}
     if spec.loss is not None:
@@ -235,6 +255,28 @@ def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) ->
 
 def train_step(model: ModelFunction, state: TrainState, features, labels):
     """One train step: ``(state', outputs, info)`` (see the module docstring)."""
+    new_state, outputs, info, _ = _train(model, state, features, labels, metrics=False)
+    return new_state, outputs, info
+
+
+def train_batch(model: ModelFunction, state: TrainState, features, labels):
+    """One train step and its batch's metric statistics: ``(state', outputs, info,
+    stats)``, ``stats`` as :func:`batch_stats`'s (metrics, loss, one batch).
+
+    The metrics are the TRAIN run's ``eval_metric_ops`` (the canned heads return theirs in
+    TRAIN mode for such a step), computed in the same forward pass as the loss, with the
+    variables before the update. A ``model_fn`` that returns ``eval_metric_ops`` only in
+    EVAL mode (TF's habit) is also run in EVAL mode on the batch, with those same variables:
+    one more forward pass, which XLA does not share with the training one.
+
+    Raises:
+      ValueError: a metric named ``loss`` or ``global_step`` (TF's messages).
+    """
+    return _train(model, state, features, labels, metrics=True)
+
+
+def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics: bool):
+    """A train step; with ``metrics``, also its batch's metric statistics (else None)."""
     tables = _sparse_tables(model, state, features, labels)
     dense = {k: v for k, v in state.trainable.items() if k not in tables}
     # mixed_float16: the loss is differentiated scaled; train_op unscales (dtype_policy).
@@ -244,7 +286,7 @@ def train_step(model: ModelFunction, state: TrainState, features, labels):
         access = RowAccess(deltas=deltas) if tables else None
         trainable = {**state.trainable, **dense}
         spec, frame, outputs, info = _run(
-            model, ModeKeys.TRAIN, state, features, labels, trainable, access
+            model, ModeKeys.TRAIN, state, features, labels, trainable, access, metrics
         )
         ids = {}
         if access is not None:
@@ -257,11 +299,18 @@ def train_step(model: ModelFunction, state: TrainState, features, labels):
             ids = {name: jnp.concatenate(parts) for name, parts in access.ids.items()}
         non_trainable = {**state.non_trainable, **frame.assigned}
         objective = spec.loss if scale is None else spec.loss * scale.astype(spec.loss.dtype)
-        return objective, (spec.loss, non_trainable, outputs, info, ids)
+        batch_metrics = spec.eval_metric_ops if metrics else None
+        return objective, (spec.loss, non_trainable, outputs, info, ids, batch_metrics)
 
-    (_, (loss, non_trainable, outputs, info, ids)), (grads, delta_grads) = jax.value_and_grad(
-        loss_fn, argnums=(0, 1), has_aux=True
-    )(dense, sparse.zero_deltas(tables, state.trainable))
+    (_, aux), (grads, delta_grads) = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True)(
+        dense, sparse.zero_deltas(tables, state.trainable)
+    )
+    loss, non_trainable, outputs, info, ids, batch_metrics = aux
+    stats = None
+    if metrics:
+        if not batch_metrics:  # eval_metric_ops in EVAL mode only: run it so on this batch
+            batch_metrics = _run(model, ModeKeys.EVAL, state, features, labels)[0].eval_metric_ops
+        stats = _stats(batch_metrics, loss)
     rows = sparse.gather(state.trainable, state.opt_state, delta_grads, ids) if tables else None
     params = dense if rows is None else {**dense, **rows.params}
     opt_state = state.opt_state if rows is None else rows.state
@@ -301,7 +350,36 @@ def train_step(model: ModelFunction, state: TrainState, features, labels):
         info = StepInfo(
             info.hooks, info.chief_hooks, info.output_names, info.train_op, tuple(sorted(tables))
         )
-    return new_state, outputs, info
+    return new_state, outputs, info, stats
+
+
+def _stats(metrics: dict, loss) -> dict:
+    """One batch's accumulator entry: its metrics, loss and a count of one.
+
+    Raises:
+      ValueError: a metric named ``loss`` or ``global_step`` (TF's messages).
+    """
+    for reserved, quoted in ((hooks_lib.LOSS, '"loss"'), (hooks_lib.GLOBAL_STEP, "`global_step`")):
+        if reserved in metrics:  # TF quotes the two names differently
+            raise ValueError(
+                f"Metric with name {quoted} is not allowed, because Estimator already defines "
+                "a default metric with the same name."
+            )
+    return {
+        "metrics": metrics,
+        "loss_sum": jnp.asarray(loss).astype(jnp.float32),
+        "batches": jnp.ones((), jnp.int32),
+    }
+
+
+def merge_stats(acc: dict, stats: dict) -> dict:
+    """``acc`` with one batch's ``stats`` merged in (metrics merged, losses and counts
+    added): evaluation's and training metrics' accumulation."""
+    return {
+        "metrics": {k: acc["metrics"][k].merge(stats["metrics"][k]) for k in acc["metrics"]},
+        "loss_sum": acc["loss_sum"] + stats["loss_sum"],
+        "batches": acc["batches"] + stats["batches"],
+    }
 
 
 def batch_stats(model: ModelFunction, state: TrainState, features, labels):
@@ -311,18 +389,7 @@ def batch_stats(model: ModelFunction, state: TrainState, features, labels):
       ValueError: a metric named ``loss`` or ``global_step`` (TF's messages).
     """
     spec, _, outputs, info = _run(model, ModeKeys.EVAL, state, features, labels)
-    for reserved, quoted in ((hooks_lib.LOSS, '"loss"'), (hooks_lib.GLOBAL_STEP, "`global_step`")):
-        if reserved in spec.eval_metric_ops:  # TF quotes the two names differently
-            raise ValueError(
-                f"Metric with name {quoted} is not allowed, because Estimator already defines "
-                "a default metric with the same name."
-            )
-    stats = {
-        "metrics": spec.eval_metric_ops,
-        "loss_sum": spec.loss.astype(jnp.float32),
-        "batches": jnp.ones((), jnp.int32),
-    }
-    return stats, outputs, info
+    return _stats(spec.eval_metric_ops, spec.loss), outputs, info
 
 
 def traced(model: ModelFunction, function: Callable, *args) -> tuple:
@@ -357,12 +424,16 @@ def eval_step(model: ModelFunction, state: TrainState, acc, features, labels):
     accumulator's structure (``StepCompiler.empty_accumulator``)."""
     args = (state, features, labels)
     stats, outputs, info = replay(traced(model, batch_stats, *args), *args)
-    merged = {
-        "metrics": {k: acc["metrics"][k].merge(stats["metrics"][k]) for k in acc["metrics"]},
-        "loss_sum": acc["loss_sum"] + stats["loss_sum"],
-        "batches": acc["batches"] + stats["batches"],
-    }
-    return merged, outputs, info
+    return merge_stats(acc, stats), outputs, info
+
+
+def train_metrics_step(model: ModelFunction, state: TrainState, acc, features, labels):
+    """One train step whose batch's metrics are merged into ``acc``: ``(state', acc',
+    outputs, info)``. :func:`train_batch` is replayed from its one trace (:func:`traced`),
+    which also gave the accumulator's structure (``StepCompiler.empty_accumulator``)."""
+    args = (state, features, labels)
+    new_state, outputs, info, stats = replay(traced(model, train_batch, *args), *args)
+    return new_state, merge_stats(acc, stats), outputs, info
 
 
 def predict_step(model: ModelFunction, state: TrainState, features):
@@ -437,6 +508,20 @@ def eval_steps(model: ModelFunction, state: TrainState, acc, batches, n, stacked
     return _loop(lambda s, a, b: eval_step(model, s, a, *b), state, acc, batches, n, stacked)
 
 
+def train_metrics_steps(
+    model: ModelFunction, state: TrainState, acc, batches, n, stacked: bool = False
+):
+    """The first ``n`` of ``batches`` as :func:`train_metrics_step` steps in one call (as
+    :func:`train_steps`): every step's metrics are merged, not only the last one's."""
+
+    def step(_, carry, batch):
+        new_state, new_acc, outputs, info = train_metrics_step(model, *carry, *batch)
+        return (new_state, new_acc), outputs, info
+
+    (state, acc), outputs, info = _loop(step, (), (state, acc), batches, n, stacked)
+    return state, acc, outputs, info
+
+
 class Program(NamedTuple):
     """How a mode runs: its step, its fused multi-step form, and the arguments before the
     batch (the first is donated in training: the step consumes the state)."""
@@ -447,10 +532,15 @@ class Program(NamedTuple):
     donate: tuple
 
 
+#: The key of :data:`PROGRAMS`' train step with training metrics (a TRAIN program).
+TRAIN_METRICS = "train_metrics"
+
 PROGRAMS: dict[str, Program] = {
     ModeKeys.TRAIN: Program(train_step, train_steps, leading=1, donate=(0,)),
     ModeKeys.EVAL: Program(eval_step, eval_steps, leading=2, donate=()),
     ModeKeys.PREDICT: Program(predict_step, None, leading=1, donate=()),
+    # The accumulator is small and starts as host zeros: only the state is donated.
+    TRAIN_METRICS: Program(train_metrics_step, train_metrics_steps, leading=2, donate=(0,)),
 }
 
 

@@ -1,6 +1,6 @@
 """Session run hooks: TF's ``SessionRunHook`` protocol and the hooks TF ships.
 
-The bottom layer: hooks see a session (``estimator.engine.loop.Session``) through the
+The bottom layer: hooks see a session (``estimator.engine.session.Session``) through the
 protocol and import nothing of the model or the engine.
 
 * ``session_run_hook`` — the protocol (``begin``, ``after_create_session``,
@@ -10,6 +10,9 @@ protocol and import nothing of the model or the engine.
 * ``progress``, ``profiler`` — a progress bar and a JAX profiler trace.
 * ``feed_fn`` — ``FeedFnHook``, TF's name, refused with the alternative (no feeds here).
 * ``checks`` — argument checks for hook and listener lists (internal).
+
+Event handlers (``estimator.handlers``, Gluon's protocol) are hooks too and share the list
+and the loop.
 """
 
 from estimator.hooks.basic import CheckpointSaverHook as CheckpointSaverHook

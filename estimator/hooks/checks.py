@@ -9,11 +9,21 @@ __all__ = ["check_hooks", "check_listeners"]
 
 
 def check_hooks(hooks) -> list:
-    """``hooks`` as a list; TypeError (TF's message) for anything not a SessionRunHook."""
+    """``hooks`` as a list; TypeError (TF's message) for anything not a SessionRunHook.
+
+    Event handlers (``estimator.handlers``) are SessionRunHooks; each is checked as it is
+    attached (``estimator.handlers.check_handler``: its event methods' signatures).
+    """
+    from estimator.handlers.events import check_handler  # the package imports this module
+
     hooks = list(hooks or [])
     for hook in hooks:
         if not isinstance(hook, SessionRunHook):
-            raise TypeError(f"Hooks must be a SessionRunHook, given: {hook}")
+            raise TypeError(
+                f"Hooks must be a SessionRunHook, given: {hook} (event handlers from "
+                "estimator.handlers are SessionRunHooks too)."
+            )
+        check_handler(hook)
     return hooks
 
 

@@ -20,7 +20,7 @@ ends the loop. ``run_context.request_stop()`` ends the loop after the current st
 Fetches are names: ``"loss"``, ``"global_step"``, a name given with
 ``estimator.identity(x, name=...)`` or ``estimator.summary.scalar``; a hook created inside
 ``model_fn`` may also hold the arrays themselves, as in TF. ``session`` is a
-:class:`estimator.engine.loop.Session` (global step, model_dir, the current train state).
+:class:`estimator.engine.session.Session` (global step, model_dir, the current train state).
 """
 
 from __future__ import annotations

@@ -131,6 +131,8 @@ class ModelFunction:
         global_step=0,
         rows=None,
         key_data=None,
+        *,
+        train_metrics: bool = False,
     ) -> tuple[EstimatorSpec, Frame]:
         """Runs ``model_fn`` once.
 
@@ -148,6 +150,9 @@ class ModelFunction:
             a train step with sparse updates (apply runs only).
           key_data: ``uint32`` key data of the base random key (the state's ``rng``); None
             uses this model's own key.
+          train_metrics: keyword-only; a TRAIN run whose ``eval_metric_ops`` the step
+            accumulates (``RunConfig(train_metrics_steps=...)``): ``Frame.train_metrics``,
+            which tells the canned heads to return their metrics in TRAIN mode.
 
         Returns:
           ``(spec, frame)``: the ``EstimatorSpec`` and what the run read and wrote
@@ -178,6 +183,7 @@ class ModelFunction:
         frame.mode = mode
         policy = dtype_policy.get(getattr(self.config, "dtype_policy", None))
         frame.dtype_policy = policy
+        frame.train_metrics = train_metrics
         kwargs = {}
         if "labels" in self.arg_names:
             kwargs["labels"] = labels

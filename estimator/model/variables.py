@@ -78,6 +78,9 @@ class Frame:
     row_mask: Any = None  # float32 [batch] of a padded batch (estimator.model.padding)
     mode: str | None = None  # the ModeKeys value model_fn runs in (estimator.modules)
     dtype_policy: Any = None  # estimator.model.dtype_policy.DTypePolicy, or None
+    # A TRAIN run whose eval_metric_ops the step accumulates (RunConfig(train_metrics_steps)):
+    # heads return their metrics in TRAIN mode then (estimator.engine.steps.train_batch).
+    train_metrics: bool = False
 
 
 def _frame(what: str) -> Frame:

@@ -29,7 +29,11 @@ Beyond TF:
 Distributed (TF_CONFIG with a cluster): the ``evaluator`` task evaluates each new checkpoint
 (after ``start_delay_secs``, at most every ``throttle_secs``) until one reaches
 ``max_steps``; ``chief``/``worker`` tasks train (TF's worker start-up delays, meant for
-asynchronous parameter-server training, are not applied); ``ps`` is not supported.
+asynchronous parameter-server training, are not applied); ``ps`` is not supported. Beyond
+TF: with ``EvalSpec(every_n_steps=N)`` the chief and the workers themselves evaluate the
+live state every N steps, each process its shard of the evaluation input, merged into the
+whole set's result (``estimator.engine.live_evaluation``), which the chief writes and
+exports; every process returns it. No evaluator task is needed.
 """
 
 from __future__ import annotations
@@ -252,6 +256,10 @@ class _Evaluator:
         self.last_was_final = True
 
     def _export(self, result: _EvalResult, is_the_final_export: bool) -> list:
+        if self._estimator.runtime.processes > 1 and not self._estimator.runtime.is_chief:
+            # In-training evaluation of a job: the chief exports (the checkpoint it reads
+            # was saved by every process together).
+            return [None] * len(self._eval_spec.exporters)
         export_dir_base = os.path.join(self._estimator.model_dir, "export")
         return [
             exporter.export(
@@ -469,6 +477,8 @@ class _TrainingExecutor:
 
     # ----- distributed ------------------------------------------------------------------
     def run_chief(self):
+        if self._eval_spec.every_n_steps:
+            return self._train_with_evaluation()  # every process evaluates its shard
         self._estimator.train(
             self._train_spec.input_fn,
             hooks=list(self._train_spec.hooks),
@@ -478,6 +488,8 @@ class _TrainingExecutor:
         return None, None
 
     def run_worker(self):
+        if self._eval_spec.every_n_steps:
+            return self._train_with_evaluation()
         self._estimator.train(
             self._train_spec.input_fn,
             hooks=list(self._train_spec.hooks),

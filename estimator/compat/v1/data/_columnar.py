@@ -302,8 +302,51 @@ class ColumnarPlan:
     def iterator(self) -> Iterator:
         # The batches by index: grain's MapDataset is random access, and the Estimator reads
         # ahead itself (no per-element iterator machinery on the per-step path).
-        ds = self.dataset()
-        return (ds[i] for i in range(len(ds)))
+        return _Batches(self.dataset(), self.epoch_ends())
+
+    def epoch_ends(self) -> Callable[[int], bool] | None:
+        """``ends(g)``: whether batch ``g`` holds the last row of a pass over the source
+        (the epoch protocol of ``estimator.handlers``), for a ``repeat`` before ``batch``
+        (a batch spanning two passes ends the first) or right after it; None when nothing
+        but maps may follow (other operations mix or cut the passes: then only the end of
+        the input ends an epoch)."""
+        repeated = self._repeats_passes()
+        if any(op.kind != "map" for op in (self.after[1:] if repeated else self.after)):
+            return None
+        if repeated:
+            per_pass = self._per_pass()
+            return (lambda g: (g + 1) % per_pass == 0) if per_pass else None
+        if not isinstance(self.index, _Repeated) or not self.index.parent.length:
+            return None
+        n, size, total = self.index.parent.length, self.batch_size, self.index.length
+
+        def ends(g: int) -> bool:
+            start = g * size
+            stop = start + size if total is None else min(start + size, total)
+            return stop // n > start // n
+
+        return ends
+
+
+class _Batches:
+    """A dataset's batches by index, marking those that end a pass (``ends_epoch``)."""
+
+    def __init__(self, dataset, ends: Callable[[int], bool] | None) -> None:
+        self._dataset = dataset
+        self._ends = ends
+        self._next = 0
+        self.ends_epoch = False
+
+    def __iter__(self) -> _Batches:
+        return self
+
+    def __next__(self):
+        index = self._next
+        if index >= len(self._dataset):
+            raise StopIteration
+        self._next += 1
+        self.ends_epoch = self._ends is not None and self._ends(index)
+        return self._dataset[index]
 
 
 def plan(source: Source, ops: tuple[Op, ...], seed: int) -> ColumnarPlan | None:
