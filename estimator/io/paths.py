@@ -1,12 +1,10 @@
-"""Which paths the package reads and writes: local ones only, for now.
+"""Paths that only a local file system can take.
 
-TF's file system layer accepted ``gs://bucket/dir`` wherever a path went. Here every path is
-opened by Python's and orbax's local file APIs, and ``os.path.join("gs://b", "m")`` makes the
-relative path ``gs:/b/m``: ``Estimator(model_fn, model_dir="gs://b/m")`` used to create a
-local directory ``gs:`` with its lock file, so a user believed the checkpoints were in the
-bucket when they were on the local disk. :func:`local_path` refuses URLs where a path enters
-(``RunConfig``, ``Estimator``, ``WarmStartSettings``, exports, checkpoints, loading an
-export), before anything is created.
+Storage URLs are served where the package writes and reads (``estimator.io.fs``). A few
+writers are other libraries' that write local files only (``jax.profiler``'s traces): given
+a URL, ``os.path.join("gs://b", "m")`` would make the relative path ``gs:/b/m``, a local
+directory named after the scheme. :func:`local_path` refuses a URL there, before anything is
+created.
 """
 
 from __future__ import annotations
@@ -50,10 +48,10 @@ def local_path(path, what: str) -> str:
     scheme = url_scheme(text)
     if scheme is not None:
         raise ValueError(
-            f"{what} {text!r} is a {scheme}:// URL, but this jax-estimator reads and writes "
-            "local paths only: a URL would become a local directory named "
+            f"{what} {text!r} is a {scheme}:// URL, but it is written by a library that "
+            "writes local files only: a URL would become a local directory named "
             f"'{scheme}:' and nothing would reach the storage it names. Use a local "
-            "directory, or mount the bucket as a file system (gcsfuse, mountpoint-s3, "
-            "s3fs-fuse) and pass the mounted path."
+            "directory (and copy it to the bucket afterwards), or mount the bucket as a file "
+            "system (gcsfuse, mountpoint-s3, s3fs-fuse) and pass the mounted path."
         )
     return text
