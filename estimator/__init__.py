@@ -18,6 +18,7 @@ from estimator import experimental as experimental
 from estimator import export as export
 from estimator import initializers as initializers
 from estimator import inputs as inputs
+from estimator import io as io
 from estimator import layers as layers
 from estimator import metrics as metrics
 from estimator import preprocessing as preprocessing
@@ -87,6 +88,7 @@ __all__ = [
     "export",
     "initializers",
     "inputs",
+    "io",
     "layers",
     "metrics",
     "preprocessing",

@@ -1,5 +1,9 @@
 """Channels-last convolution and max pooling, laid out for XLA's CPU backend (internal).
 
+On other backends (and with ``JAX_ESTIMATOR_CPU_CONVOLUTIONS=0``, see
+``estimator.platform``) :func:`conv` is ``lax.conv_general_dilated`` and :func:`max_pool`
+``lax.reduce_window``, with JAX's own gradients; what follows is the CPU backend's path.
+
 ``jax.lax.conv_general_dilated`` differentiates into convolutions with swapped dimension
 numbers (the filter gradient treats the batch as the input feature dimension, the input
 gradient swaps the kernel's in/out features). XLA's CPU backend runs those through its
@@ -53,6 +57,8 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from estimator import platform
 
 __all__ = ["PATCH_BYTES_MAX", "PATCH_CONTRACTION_MAX", "conv", "max_pool"]
 
@@ -173,6 +179,8 @@ def conv(
         )
     else:
         padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+    if not platform.cpu_path(platform.CPU_CONVOLUTIONS):
+        return _forward(x, kernel, strides, padding, dilation)  # XLA's own (cuDNN on GPUs)
     if _use_patches(x, kernel, strides, padding, dilation):
         return _patch_conv(x, kernel, strides, padding, dilation)
     return _conv(x, kernel, strides, padding, dilation)
@@ -333,7 +341,8 @@ def max_pool(
     """
     window, strides = tuple(int(w) for w in window), tuple(int(s) for s in strides)
     spatial = x.shape[1:-1]
-    if window == strides and min(window, default=0) > 0:
+    blocked = platform.cpu_path(platform.CPU_CONVOLUTIONS)
+    if blocked and window == strides and min(window, default=0) > 0:
         if padding == "VALID":
             keep = tuple(size - size % w for size, w in zip(spatial, window, strict=True))
             if min(keep, default=0) > 0:

@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from estimator import checkpoint as ckpt
-from estimator import compilation_cache, distribute
-from estimator.engine import threefry
+from estimator import distribute, platform
 from estimator.engine.model_dir_lock import ModelDirLock
 from estimator.engine.runtime import Runtime
 from estimator.export import _writer
@@ -99,8 +98,7 @@ class Estimator:
     ) -> None:
         self._config = config_with_model_dir(config, model_dir)
         distribute.connect(self._config)  # a TF_CONFIG cluster: join it before any device use
-        compilation_cache.enable(self._config.compilation_cache_dir)  # before any compile
-        threefry.unroll()
+        platform.configure(self._config.compilation_cache_dir)  # before any compile
         if not model_fn:
             raise ValueError("model_fn must be provided to Estimator.")
         verify_model_fn_args(model_fn, params)

@@ -26,7 +26,10 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["numpy_input_fn"]
+from estimator import platform
+from estimator.inputs_tfrecord import tfrecord_input_fn as tfrecord_input_fn
+
+__all__ = ["numpy_input_fn", "tfrecord_input_fn"]
 
 
 def _as_ordered_dict(x, what: str) -> collections.OrderedDict:
@@ -517,7 +520,7 @@ def check_int_range(value: np.ndarray, dtype, what: str) -> None:
 def host_batches(mesh) -> bool:
     """Whether batches reach the step as host arrays (internal): on one CPU device, where
     the host buffer is the device buffer (see :func:`placement`)."""
-    return mesh is None and jax.default_backend() == "cpu"
+    return mesh is None and platform.on_cpu()
 
 
 def placement(mesh) -> Callable:

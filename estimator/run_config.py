@@ -20,7 +20,7 @@ from typing import Any
 
 import jax
 
-from estimator import compilation_cache as compilation_cache
+from estimator import platform
 from estimator.inputs import fn_args
 from estimator.io import fs
 
@@ -285,7 +285,7 @@ class RunConfig:
         ``estimator.engine.interrupt``). False keeps TF's behaviour: SIGTERM ends the process at
         once and the steps since the last checkpoint are lost.
       compilation_cache_dir: keyword-only; where JAX keeps compiled programs across
-        processes (``estimator.compilation_cache``): by default
+        processes (``estimator.platform``): by default
         ``$JAX_ESTIMATOR_CACHE_DIR`` or ``~/.cache/jax-estimator/xla``; None turns it off.
         Ignored when the process has set JAX's cache directory itself.
       variable_partitions: keyword-only ``{regex: jax.sharding.PartitionSpec}``: variables
@@ -373,7 +373,7 @@ class RunConfig:
             mesh=mesh,
             steps_per_execution=steps_per_execution,
             save_checkpoint_on_preemption=bool(save_checkpoint_on_preemption),
-            compilation_cache_dir=compilation_cache.default_dir()
+            compilation_cache_dir=platform.default_cache_dir()
             if compilation_cache_dir is _USE_DEFAULT
             else compilation_cache_dir,
             variable_partitions=variable_partitions,

@@ -153,8 +153,8 @@ def test_dataset_argument_errors_and_unsupported_ops():
         tf.data.Dataset.from_tensor_slices((np.zeros(3), np.zeros(4)))
     with pytest.raises(tf.UnsupportedSymbolError, match="Return the dataset itself from input_fn"):
         tf.data.Dataset.range(3).make_one_shot_iterator()
-    with pytest.raises(tf.UnsupportedSymbolError, match="TFRecord files"):
-        tf.data.TFRecordDataset("x.tfrecord")
+    with pytest.raises(ValueError, match="No files matched pattern: x.tfrecord"):
+        list(tf.data.TFRecordDataset("x.tfrecord"))  # TF: NotFoundError when read
 
 
 def test_an_estimator_trains_and_counts_every_example_from_a_dataset(tmp_path):
@@ -289,3 +289,36 @@ def test_batches_gathered_in_chunks_are_the_batches_gathered_one_by_one(pipeline
     passes = rows[: len(rows) // 10 * 10].reshape(-1, 10)
     assert all(sorted(p) == list(range(10)) for p in passes)
     assert len({tuple(p) for p in passes}) > 1
+
+
+def test_tfrecord_dataset_parse_single_example_then_batch(tmp_path):
+    # TF 1's common order: parse each record, then batch; VarLenFeature's sparse values are
+    # batched into one sparse value, as tf.data batches SparseTensors, equal to parsing the
+    # batch at once.
+    path = str(tmp_path / "d.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for i in range(5):
+            example = tf.train.Example()
+            example.features.feature["x"].float_list.value.append(float(i))
+            example.features.feature["tags"].int64_list.value.extend(range(i % 3))
+            writer.write(example.SerializeToString())
+    spec = {"x": tf.io.FixedLenFeature([1], tf.float32), "tags": tf.io.VarLenFeature(tf.int64)}
+    dataset = tf.data.TFRecordDataset(path).map(lambda s: tf.io.parse_single_example(s, spec))
+    batches = list(dataset.batch(2))
+    records = list(tf.io.tf_record_iterator(path))
+    assert len(batches) == 3
+    for i, batch in enumerate(batches):
+        alone = tf.io.parse_example(records[2 * i : 2 * i + 2], spec)
+        np.testing.assert_array_equal(batch["x"], alone["x"])
+        for part in ("indices", "values", "dense_shape"):
+            np.testing.assert_array_equal(
+                getattr(batch["tags"], part), getattr(alone["tags"], part)
+            )
+    files = list(tf.data.Dataset.list_files(str(tmp_path / "*.tfrecord"), shuffle=False))
+    assert [np.asarray(f).item() for f in files] == [path.encode()]
+    interleaved = tf.data.Dataset.from_tensor_slices(np.array([path, path], dtype=object))
+    interleaved = interleaved.interleave(tf.data.TFRecordDataset, cycle_length=2, block_length=2)
+    assert [np.asarray(r).item() for r in interleaved] == [
+        records[0], records[1], records[0], records[1], records[2], records[3],
+        records[2], records[3], records[4], records[4],
+    ]  # fmt: skip

@@ -14,7 +14,7 @@ import pytest
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator.engine import compiler
+from estimator.engine import compile_policy as policy
 
 # y = 2 * x0 - x1 + 1 on a fixed grid: a linear model learns it exactly.
 X = np.stack([np.linspace(-1, 1, 40), np.cos(np.arange(40))], axis=1).astype(np.float32)
@@ -367,7 +367,7 @@ def test_evaluate_compiles_its_program_while_the_checkpoint_is_read(tmp_path, mo
 
     def restore(*args, **kwargs):
         compiler = e.runtime.compiler("eval")
-        seen.append(len(compiler._pending) + len(compiler._compiled))  # started before
+        seen.append(compiler.compiling() + len(compiler.compiled_signatures()))  # started
         return original(*args, **kwargs)
 
     monkeypatch.setattr(ckpt, "restore", restore)
@@ -750,7 +750,7 @@ def test_programs_run_a_few_times_are_compiled_for_compile_speed(tmp_path, monke
     # for run speed, and a short one after it keeps that program; a long evaluation of
     # unknown length (a generator) runs at XLA's defaults too, a short one (steps) not.
     long = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=16, shuffle=False)
-    assert long().batch_count == 80 > compiler.FEW_BATCHES
+    assert long().batch_count == 80 > policy.FEW_BATCHES
     for input_fn, steps, expected in [
         (long, None, {"jit_eval_steps": None}),
         (est.inputs.numpy_input_fn({"x": X}, Y, 8, shuffle=False), None, {}),
@@ -772,10 +772,10 @@ def test_a_last_batch_compiled_for_compile_speed_is_compiled_again_for_a_long_ru
     # compile speed. Training at batch 8 then compiles its program again, for run speed.
     e = make(tmp_path, log_step_count_steps=None)
     e.train(est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=1, shuffle=False))
-    compiled = e.runtime.compiler(est.ModeKeys.TRAIN)._compiled
-    assert sorted(entry.runs for entry in compiled.values()) == [compiler.ONCE, compiler.MANY]
+    train = e.runtime.compiler(est.ModeKeys.TRAIN)
+    assert sorted(train.compiled_signatures().values()) == [policy.ONCE, policy.MANY]
     e.train(est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=1, shuffle=False))
-    assert [entry.runs for entry in compiled.values()] == [compiler.MANY, compiler.MANY]
+    assert list(train.compiled_signatures().values()) == [policy.MANY, policy.MANY]
     assert e.runtime.compile_counts()["train"] == 3
 
 

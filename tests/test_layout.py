@@ -74,6 +74,23 @@ def test_no_import_cycles():
         ("estimator.model", ("estimator.engine", "estimator.training", "estimator.estimator")),
         ("estimator.engine", ("estimator.training", "estimator.estimator")),
         (
+            "estimator.io",  # the bottom layer: files, protos, parsing
+            (
+                "estimator.hooks",
+                "estimator.model",
+                "estimator.engine",
+                "estimator.training",
+                "estimator.estimator",
+                "estimator.inputs",
+                "estimator.preprocessing",
+                "estimator.export",
+                "estimator.serve",
+                "estimator.compat",
+                "estimator.metrics",
+                "estimator.distribute",
+            ),
+        ),  # fmt: skip
+        (
             "estimator.distribute",
             ("estimator.model", "estimator.engine", "estimator.training", "estimator.estimator"),
         ),

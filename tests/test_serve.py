@@ -23,6 +23,7 @@ import canned
 import estimator as est
 from canned import feature_column as fc
 
+pytestmark = pytest.mark.slow  # starts servers
 COLORS = ["red", "green", "blue"]
 ROWS = [{"size": 1.5, "color": "red"}, {"size": 4.0, "color": "blue"}]
 
@@ -73,14 +74,17 @@ def _start(base_path, *flags):
             "census",
             "--model_base_path",
             base_path,
-            "--port",
+            "--rest_api_port",
             str(port),
+            "--port",
+            str(_free_port()),
             "--host",
             "127.0.0.1",
             "--file_system_poll_wait_seconds",
             "0.2",
             "--max_request_bytes",
             "4096",
+            *flags,
         ],
         stderr=subprocess.PIPE,
     )
@@ -170,6 +174,27 @@ def test_predict_rows_columnar_and_b64_match_the_loader(server, loaded):
     )
     assert columnar.status_code == 200, columnar.text
     np.testing.assert_allclose(columnar.json()["outputs"]["logits"], want["logits"], atol=1e-6)
+
+
+def test_predict_takes_serialized_tf_examples_as_b64(server, loaded):
+    # TF Serving's form for a parsing signature: serialized tf.Example as {"b64": ...}.
+    client, _ = server
+    want = loaded.signatures["predict"](size=[1.5, 4.0], color=["red", "blue"])
+    b64 = []
+    for row in ROWS:
+        example = est.io.protos.Example()
+        example.features.feature["size"].float_list.value.append(row["size"])
+        example.features.feature["color"].bytes_list.value.append(row["color"].encode())
+        b64.append({"b64": base64.b64encode(example.SerializeToString()).decode()})
+    response = client.post(
+        "/v1/models/census:predict", json={"signature_name": "predict", "instances": b64}
+    )
+    assert response.status_code == 200, response.text
+    np.testing.assert_allclose(
+        [p["probabilities"] for p in response.json()["predictions"]],
+        want["probabilities"],
+        atol=1e-6,
+    )
 
 
 def test_classify_and_regress_examples(server, loaded):

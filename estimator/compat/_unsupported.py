@@ -91,18 +91,6 @@ HINTS: dict[str, str] = {
     ),
     "tf.sparse": _NO_SPARSE,
     "tf.SparseTensor": _NO_SPARSE,
-    "tf.io.parse_example": (
-        "tf.Example parsing: export with estimator.export.build_parsing_serving_input_receiver_fn "
-        "(serving) and feed features as arrays (training)."
-    ),
-    "tf.parse_example": (
-        "tf.Example parsing: export with estimator.export.build_parsing_serving_input_receiver_fn "
-        "(serving) and feed features as arrays (training)."
-    ),
-    "tf.data.TFRecordDataset": (
-        "TFRecord files: read them with grain.experimental.TFRecordIterDataset or convert to "
-        "arrays and use tf.data.Dataset.from_tensor_slices."
-    ),
     "tf.estimator.inputs.pandas_input_fn": (
         "Use tf.estimator.inputs.numpy_input_fn(dict(df), df.pop(label), ...) or "
         "tf.data.Dataset.from_tensor_slices((dict(df), labels))."
@@ -141,16 +129,6 @@ for _name in (
     "add_queue_runner QueueRunner queue_runner Coordinator match_filenames_once"
 ).split():
     HINTS[f"tf.train.{_name}"] = _QUEUES
-_EXAMPLES = (
-    "tf.Example protos are not built here: an export's parsing receiver "
-    "(tf.estimator.export.build_parsing_serving_input_receiver_fn) takes feature values "
-    "directly; write TFRecords with the tensorflow or protobuf package if you need them."
-)
-for _name in (
-    "Example SequenceExample Feature Features FeatureList FeatureLists BytesList FloatList "
-    "Int64List"
-).split():
-    HINTS[f"tf.train.{_name}"] = _EXAMPLES
 HINTS["tf.train.warm_start"] = HINTS["tf.train.init_from_checkpoint"]
 HINTS["tf.train.NewCheckpointReader"] = (
     "Read checkpoints with tf.train.list_variables / tf.train.load_variable (or "

@@ -1,28 +1,37 @@
 """``StepCompiler``: one mode's step, compiled once per batch signature.
 
-The cache is keyed on the batch's structure (its pytree and each leaf's shape and dtype):
-a call with a known signature runs the compiled program; a new one is traced, lowered and
-compiled (``jax.jit(step).trace(...).lower().compile()``), and the trace's return value
-includes the :class:`~estimator.engine.steps.StepInfo` (hooks, ``train_op``, output names).
+The programs are keyed on the batch's structure (its pytree and each leaf's shape and
+dtype): a call with a known signature runs the compiled program; a new one is traced,
+lowered and compiled (``jax.jit(step).trace(...).lower().compile()``), and the trace's
+return value includes the :class:`~estimator.engine.steps.StepInfo` (hooks, ``train_op``,
+output names). Three parts, each its own module:
 
-A program is compiled for compile speed or for run speed, by how often the call that needs
-it runs it (:class:`RunPlan`); a cached program compiled for compile speed is compiled
-again when a call needs it for run speed (see ``compile_options``).
+* what a program is and how it is called: here (the step's arguments, stacked batches);
+* the cache and its one lock discipline (claim, trace on the caller, compile off-thread,
+  publish): ``estimator.engine.compile_queue``;
+* how each program is compiled, for compile or run speed (:class:`RunPlan`, XLA options):
+  ``estimator.engine.compile_policy``.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import math
-import threading
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax
 import numpy as np
 
 from estimator import distribute
+from estimator.engine.compile_policy import (
+    FAST_INIT_MAX,
+    MANY,
+    MANY_RUNS,
+    ONCE,
+    RunPlan,
+    compile_options,
+)
+from estimator.engine.compile_queue import CompileQueue
 from estimator.engine.eval_results import finalize
 from estimator.engine.steps import (
     PROGRAMS,
@@ -36,7 +45,7 @@ from estimator.engine.steps import (
 )
 from estimator.model.function import ModelFunction
 
-__all__ = ["MANY_RUNS", "RunPlan", "StepCompiler", "compile_options", "signature"]
+__all__ = ["StepCompiler", "signature"]
 
 
 def signature(batch) -> tuple:
@@ -53,79 +62,6 @@ def signature(batch) -> tuple:
 
 #: A fused call stacks its host batches when all its slots take at most this many bytes.
 STACK_BYTES_MAX = 16 << 20
-#: States up to this many values get an initial-state program compiled for compile speed.
-FAST_INIT_MAX = 1 << 20
-#: An evaluation or prediction over at most this many batches (known in advance, see
-#: :class:`RunPlan`) compiles for compile speed.
-FEW_BATCHES = 64
-#: How a program is compiled, from compile speed to run speed (see ``compile_options``).
-ONCE, FEW, MANY = 0, 1, 2
-
-
-def compile_options(runs: int) -> dict | None:
-    """XLA's compile options for a program that runs ``ONCE`` per call (an initial state,
-    a shorter last batch, evaluation's finalize), ``FEW`` times (a short evaluation or
-    prediction) or ``MANY`` times (training, a long evaluation; XLA's defaults).
-
-    XLA's CPU backend emits its loop fusions with its MLIR fusion emitters by default; its
-    older LLVM IR emitters compile in 55-65% of their time (measured, the MNIST-style
-    compat program: train 0.90 -> 0.56 s, evaluate 0.21 -> 0.12 s, initial state 0.25 ->
-    0.14 s) for code that runs slower (that train step: 1.29 -> 1.65 ms; a logistic
-    evaluation step at batch 1024: half the speed): ``FEW`` and ``ONCE`` use them (on the
-    CPU). ``ONCE`` adds backend optimization level 0 (a third less compile time).
-    """
-    options = {}
-    if runs <= FEW and jax.default_backend() == "cpu":
-        options["xla_cpu_use_fusion_emitters"] = False
-    if runs == ONCE:
-        options["xla_backend_optimization_level"] = 0
-    return options or None
-
-
-class RunPlan(NamedTuple):
-    """How often one ``train``/``evaluate``/``predict`` call runs its programs.
-
-    Attributes:
-      few_runs: the call runs at most ``FEW_BATCHES`` steps (its input says so).
-      once: the signature of the call's shorter last batch, run once, or None.
-    """
-
-    few_runs: bool = False
-    once: tuple | None = None
-
-    def runs(self, key: tuple) -> int:
-        """``ONCE``, ``FEW`` or ``MANY``: how the program for signature ``key`` is needed."""
-        if key == self.once:
-            return ONCE
-        return FEW if self.few_runs else MANY
-
-
-#: The plan of a call that runs its programs many times (every program for run speed).
-MANY_RUNS = RunPlan()
-
-
-def _start(target: Callable[[], None], name: str) -> None:
-    """Runs ``target`` (an XLA compile) in a background thread that the interpreter waits
-    for at exit. A daemon thread would be torn down by the interpreter's shutdown when it
-    returns from XLA into Python, unwinding through C++ frames: the process died by SIGABRT
-    ("FATAL: exception not rethrown") or SIGSEGV whenever a call raised (a damaged
-    checkpoint in ``evaluate()``) while one of its programs was still compiling."""
-    threading.Thread(target=target, name=name, daemon=False).start()
-
-
-def compile_in_background(lowered: jax.stages.Lowered, options=None) -> concurrent.futures.Future:
-    """``lowered.compile(compiler_options=options)`` in a background thread (XLA compiles
-    without the GIL, on another core); the future holds the executable or the error."""
-    future: concurrent.futures.Future = concurrent.futures.Future()
-
-    def run():
-        try:
-            future.set_result(lowered.compile(compiler_options=options))
-        except BaseException as err:  # noqa: BLE001 - raised by the future's reader
-            future.set_exception(err)
-
-    _start(run, "compile")
-    return future
 
 
 def _stack(batches: list, slots: int):
@@ -146,18 +82,6 @@ def _stack(batches: list, slots: int):
             out[i] = value
         stacked.append(out)
     return treedef.unflatten(stacked)
-
-
-class _Entry(NamedTuple):
-    executable: jax.stages.Compiled
-    info: StepInfo
-    stacked: bool  # the program takes stacked batches (see StepCompiler.stacks)
-    runs: int  # compiled for ONCE, FEW or MANY runs (see compile_options)
-
-
-def _compile(lowered: jax.stages.Lowered, info: StepInfo, stacked: bool, runs: int) -> _Entry:
-    """The entry of ``lowered`` compiled with ``compile_options(runs)``."""
-    return _Entry(lowered.compile(compiler_options=compile_options(runs)), info, stacked, runs)
 
 
 class StepCompiler:
@@ -199,7 +123,6 @@ class StepCompiler:
         self.program = PROGRAMS[mode]
         self.steps_per_call = max(1, int(steps_per_call)) if self.program.steps else 1
         self.info: StepInfo | None = None
-        self.compile_count = 0
         self.call_count = 0
         self._step = bind(self.program.step, model)
         self.host_batches = host_batches
@@ -213,13 +136,14 @@ class StepCompiler:
                 for stacked in (False, True)
             }
         self._init = jax.jit(functools.partial(init_state, model, mode))
-        self._compiled: dict = {}
-        self._inits: dict = {}  # signature -> Future of the compiled init program
-        self._pending: dict = {}  # signature -> Future of a compile in progress
-        self._lock = threading.Lock()
+        self._queue = CompileQueue()  # ("step" | "init" | "finalize", signature) -> program
         self._abstract_acc = None
         self._finalize = jax.jit(finalize)
-        self._finalizers: dict = {}  # accumulator signature -> Future of compiled finalize
+
+    @property
+    def compile_count(self) -> int:
+        """Step programs compiled so far (one per batch signature and compile policy)."""
+        return self._queue.compiled["step"]
 
     # ----- state ------------------------------------------------------------------------
     def abstract_state(self, features, labels) -> TrainState:
@@ -237,54 +161,22 @@ class StepCompiler:
         state's (over ``FAST_INIT_MAX`` values) as usual, where filling the tables is what
         takes the time. :meth:`precompile_init` may have started its compile."""
         args = (features, labels, self.model.key_data)
-        with self._lock:
-            future = self._inits.get(signature(args))
-        if future is None:
-            return self.place(self._compile_init(features, labels, background=False)(*args))
-        return self.place(future.result()(*args))
+        program = self._init_program(args, background=False)
+        return self.place(program.executable(*args))
 
     def precompile_init(self, features, labels) -> None:
         """Traces the initial-state program for this batch signature now (in the calling
         thread) and compiles it in a background thread, beside the step's program; nothing
         when it exists or is compiling. A failure raises in :meth:`init_state`."""
-        self._compile_init(features, labels, background=True)
+        self._init_program((features, labels, self.model.key_data), background=True)
 
-    def _compile_init(self, features, labels, *, background: bool):
-        """The compiled initial-state program (None with ``background``: compiling)."""
-        args = (features, labels, self.model.key_data)
-        key = signature(args)
-        with self._lock:
-            if key in self._inits:
-                return None if background else self._inits[key].result()
-            future = self._inits[key] = concurrent.futures.Future()
-
-        def fail(err):
-            with self._lock:
-                del self._inits[key]  # a later call tries again
-            future.set_exception(err)
-
-        try:
+    def _init_program(self, args: tuple, *, background: bool):
+        def lower():
             traced = self._init.trace(*args)
             size = sum(math.prod(x.shape) for x in jax.tree.leaves(traced.out_info))
-            lowered = traced.lower()
-        except BaseException as err:
-            fail(err)
-            if background:
-                return None
-            raise
+            return traced.lower(), None, compile_options(ONCE if size <= FAST_INIT_MAX else MANY)
 
-        def compile_init():
-            options = compile_options(ONCE if size <= FAST_INIT_MAX else MANY)
-            try:
-                future.set_result(lowered.compile(compiler_options=options))
-            except BaseException as err:  # noqa: BLE001 - raised by the caller or init_state
-                fail(err)
-
-        if background:
-            _start(compile_init, "precompile_init")
-            return None
-        compile_init()
-        return future.result()
+        return self._queue.program(("init", signature(args)), MANY, lower, background=background)
 
     def place(self, state: TrainState) -> TrainState:
         """``state`` on its devices: sharded over the mesh (``state_sharding``), else on
@@ -307,14 +199,13 @@ class StepCompiler:
         on a mesh it compiles when called)."""
         if self.state_sharding is not None:
             return self._finalize
-        key = signature(acc)
-        with self._lock:
-            future = self._finalizers.get(key)
-        if future is None:
-            future = compile_in_background(self._finalize.trace(acc).lower(), compile_options(ONCE))
-            with self._lock:
-                self._finalizers[key] = future
-        return lambda value: future.result()(value)
+        key = ("finalize", signature(acc))
+
+        def lower():
+            return self._finalize.trace(acc).lower(), None, compile_options(ONCE)
+
+        self._queue.program(key, MANY, lower, background=True)
+        return lambda value: self._queue.program(key, MANY, lower).executable(value)
 
     # ----- compiling --------------------------------------------------------------------
     def _arguments(self, leading: tuple, batches: list, stacked: bool) -> tuple:
@@ -334,47 +225,6 @@ class StepCompiler:
             batches = [*batches, *[filler] * (self.steps_per_call - count)]
         return (*leading, tuple(batches), count)
 
-    def _claim(self, key, runs: int) -> tuple[_Entry | None, concurrent.futures.Future, bool]:
-        """``(entry, future, owner)``: the compiled entry of ``key`` if it was compiled for
-        at least ``runs`` (see ``compile_options``), else the future of such a compile and
-        whether the caller is to do it (none is in progress)."""
-        with self._lock:
-            entry = self._compiled.get(key)
-            if entry is not None and entry.runs >= runs:
-                return entry, None, False
-            future = next(
-                (
-                    self._pending[(key, r)]
-                    for r in range(MANY, runs - 1, -1)
-                    if (key, r) in self._pending
-                ),
-                None,
-            )
-            if future is not None:
-                return None, future, False
-            future = self._pending[(key, runs)] = concurrent.futures.Future()
-        return None, future, True
-
-    def _finish(self, key, runs: int, future: concurrent.futures.Future, compile_entry) -> _Entry:
-        """Runs ``compile_entry()`` for the claimed ``(key, runs)``; its result or error goes
-        to ``future`` (and to the calls waiting on it). The entry replaces one compiled for
-        fewer runs."""
-        try:
-            entry = compile_entry()
-        except BaseException as err:
-            with self._lock:
-                del self._pending[(key, runs)]
-            future.set_exception(err)
-            raise
-        with self._lock:
-            known = self._compiled.get(key)
-            if known is None or known.runs < runs:
-                self._compiled[key] = entry
-            del self._pending[(key, runs)]
-            self.compile_count += 1
-        future.set_result(entry)
-        return entry
-
     def stacks(self, batch) -> bool:
         """Whether a fused call stacks batches like ``batch`` (see
         ``estimator.engine.steps._loop``): host batches of at most ``STACK_BYTES_MAX``
@@ -389,26 +239,18 @@ class StepCompiler:
         )
         return size * self.steps_per_call <= STACK_BYTES_MAX
 
-    def _lowered(self, leading: tuple, batch) -> tuple:
-        stacked = self.stacks(batch)
-        traced = self._jitted[stacked].trace(*self._arguments(leading, [batch], stacked))
-        return traced.lower(), traced.out_info[-1], stacked
-
-    def _entry(self, leading: tuple, batch, plan: RunPlan) -> _Entry:
-        """The compiled program for ``batch``'s signature, as ``plan`` needs it: from the
-        cache, from a compile in progress (:meth:`precompile`), or compiled now."""
+    def _step_program(self, leading: tuple, batch, plan: RunPlan, *, background: bool):
+        """The compiled program for ``batch``'s signature, as ``plan`` needs it (see
+        ``estimator.engine.compile_queue``): its ``meta`` is ``(StepInfo, stacked)``."""
         key = signature(batch)
         runs = plan.runs(key)
-        entry, future, owner = self._claim(key, runs)
-        if entry is not None:
-            return entry
-        if not owner:
-            return future.result()  # compiled in the background: wait for it (or its error)
 
-        def compile_entry():
-            return _compile(*self._lowered(leading, batch), runs)
+        def lower():
+            stacked = self.stacks(batch)
+            traced = self._jitted[stacked].trace(*self._arguments(leading, [batch], stacked))
+            return traced.lower(), (traced.out_info[-1], stacked), compile_options(runs)
 
-        return self._finish(key, runs, future, compile_entry)
+        return self._queue.program(("step", key), runs, lower, background=background)
 
     def precompile(self, leading: tuple, batch, plan: RunPlan) -> None:
         """Prepares the program for ``batch``'s signature, as ``plan`` needs it: traces and
@@ -418,26 +260,7 @@ class StepCompiler:
         ``leading`` and ``batch`` may be ``jax.ShapeDtypeStruct`` trees; a failure raises
         in the call that needs the program. Nothing happens when the program exists or is
         being compiled (see ``compile_options`` for how ``plan`` decides the options)."""
-        key = signature(batch)
-        runs = plan.runs(key)
-        _, future, owner = self._claim(key, runs)
-        if not owner:
-            return
-        try:
-            lowered = self._lowered(leading, batch)
-        except BaseException as err:  # noqa: BLE001 - raised by the call that needs it
-            with self._lock:
-                del self._pending[(key, runs)]
-            future.set_exception(err)
-            return
-
-        def compile_quietly():
-            try:
-                self._finish(key, runs, future, lambda: _compile(*lowered, runs))
-            except BaseException:  # noqa: BLE001 - raised by the call that needs it
-                pass
-
-        _start(compile_quietly, "precompile")
+        self._step_program(leading, batch, plan, background=True)
 
     def prepare_run(self, *args, plan: RunPlan = MANY_RUNS) -> StepInfo:
         """Readies a ``train``/``evaluate``/``predict`` call: compiles the program for
@@ -452,8 +275,8 @@ class StepCompiler:
         returned none is not traced again.
         """
         leading, batch = args[: self.program.leading], args[self.program.leading :]
-        known = signature(batch) in self._compiled
-        info = self._entry(leading, batch, plan).info
+        known = self._queue.known(("step", signature(batch)))
+        info = self._step_program(leading, batch, plan, background=False).meta[0]
         if known and (info.hooks or info.chief_hooks):
             # model_fn runs again (forward, abstractly) for this call's hooks.
             state, features = args[0], batch[0]
@@ -484,11 +307,17 @@ class StepCompiler:
                 f"A call runs 1 to {self.steps_per_call} steps (steps_per_execution); got "
                 f"{len(batches)} batches."
             )
-        entry = self._entry(tuple(leading), batches[0], plan)
+        program = self._step_program(tuple(leading), batches[0], plan, background=False)
         self.call_count += 1
         # The argument form was decided once, when the program was compiled.
-        return entry.executable(*self._arguments(tuple(leading), batches, entry.stacked))
+        stacked = program.meta[1]
+        return program.executable(*self._arguments(tuple(leading), batches, stacked))
 
-    def compiled_signatures(self) -> list[tuple]:
-        """The batch signatures of the compiled programs (one program each)."""
-        return list(self._compiled)
+    def compiled_signatures(self) -> dict[tuple, int]:
+        """``{batch signature: runs}`` of the compiled step programs (one program each,
+        compiled for ``compile_policy.ONCE``, ``FEW`` or ``MANY`` uses)."""
+        return {key[1]: runs for key, runs in self._queue.runs().items() if key[0] == "step"}
+
+    def compiling(self) -> int:
+        """How many programs of this mode are being compiled now (any kind)."""
+        return self._queue.in_flight()

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 import jax
 import numpy as np
 
-from estimator.engine.compiler import MANY_RUNS, RunPlan, StepCompiler
+from estimator.engine.compile_policy import MANY_RUNS, RunPlan
+from estimator.engine.compiler import StepCompiler
 from estimator.engine.interrupt import SignalGuard
 from estimator.engine.steps import TrainState
 from estimator.hooks import basic as hooks_lib

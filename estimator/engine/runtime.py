@@ -21,7 +21,8 @@ import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import distribute
-from estimator.engine.compiler import FEW_BATCHES, RunPlan, StepCompiler, signature
+from estimator.engine.compile_policy import FEW_BATCHES, RunPlan
+from estimator.engine.compiler import StepCompiler, signature
 from estimator.engine.default_hooks import default_training_hooks
 from estimator.engine.eval_results import host_value
 from estimator.engine.interrupt import SignalGuard

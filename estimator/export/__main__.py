@@ -12,6 +12,7 @@ see ``estimator.export.tf_saved_model``) and prints its path.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import sys
 
@@ -20,7 +21,20 @@ import numpy as np
 from estimator.export._loader import load
 
 
+def _decode_b64(value):
+    """``{"b64": "..."}`` -> bytes, recursively (TF Serving's JSON for binary strings, e.g.
+    serialized ``tf.Example`` under ``examples``)."""
+    if isinstance(value, dict):
+        if set(value) == {"b64"}:
+            return base64.b64decode(value["b64"], validate=True)
+        return {k: _decode_b64(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_b64(v) for v in value]
+    return value
+
+
 def _columns(payload) -> dict:
+    payload = _decode_b64(payload)
     if isinstance(payload, dict) and "instances" in payload:
         rows = payload["instances"]
         if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):

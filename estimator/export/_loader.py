@@ -16,10 +16,14 @@ import orbax.checkpoint as ocp
 from jax import export as jax_export
 
 from estimator.export._integrity import safe_path, verify
-from estimator.io import fs
+from estimator.io import SparseValue, fs, parse_example
 from estimator.preprocessing import InputTransform, VarLenFeature, feature_from_config
 
 __all__ = ["load", "LoadedModel", "Signature"]
+
+#: The input of a parsing signature that takes serialized ``tf.Example`` protos (TF's
+#: ``build_parsing_serving_input_receiver_fn`` names it so).
+EXAMPLES = "examples"
 
 FORMAT = "jax_estimator.export"
 VERSIONS = (1, 2)  # manifests this loader reads (1: before checksums)
@@ -142,9 +146,16 @@ def _missing_examples(name: str, value, parse, describe):
 class Signature:
     """One exported signature: call it with the inputs by name, get the outputs.
 
+    A signature exported with a parsing receiver (``build_parsing_serving_input_receiver_fn``)
+    takes either its features by name or, as TF's parsing signatures do, serialized
+    ``tf.Example`` protos under ``examples`` (parsed with the receiver's spec by
+    ``estimator.io.parse_example``): ``signature(examples=[example.SerializeToString()])``.
+
     Attributes:
       name: the signature key (``serving_default``, ``predict``, ...).
       inputs: ``{name: {"dtype", "shape"}}``; ``None`` dimensions take any size.
+      accepts_examples: whether ``examples`` (serialized ``tf.Example``) may replace the
+        inputs.
       outputs: ``{name: {"dtype", "shape"}}`` (``"string"`` outputs come back as bytes).
       mode: the ``ModeKeys`` mode it was exported from (``"infer"``, ``"eval"``,
         ``"train"``).
@@ -170,12 +181,15 @@ class Signature:
             if entry["parse_spec"] is None
             else {k: feature_from_config(v) for k, v in entry["parse_spec"].items()}
         )
+        self.accepts_examples = self._parse_spec is not None and EXAMPLES not in self.inputs
 
     def _expected(self) -> str:
         lines = [
             f"  {name}: {spec['dtype']} {spec['shape']}"
             for name, spec in sorted(self.inputs.items())
         ]
+        if self.accepts_examples:
+            lines.append("  or examples: serialized tf.Example protos (string [None])")
         return f"Signature {self.name!r} expects:\n" + "\n".join(lines)
 
     def _check(self, inputs: Mapping[str, Any]) -> dict:
@@ -234,6 +248,37 @@ class Signature:
             arrays[name] = array
         return arrays
 
+    def _parsed(self, inputs: Mapping[str, Any]) -> dict:
+        """``examples`` (serialized ``tf.Example``) parsed into the signature's inputs: dense
+        features as arrays, ``VarLenFeature``s padded to ``[batch, max_len]``."""
+        if set(inputs) != {EXAMPLES}:
+            raise ValueError(
+                f"Give either 'examples' (serialized tf.Example protos) or the features by "
+                f"name, not both; got {sorted(inputs)}.\n{self._expected()}"
+            )
+        examples = inputs[EXAMPLES]
+        if isinstance(examples, (bytes, str)):
+            examples = [examples]
+        records = list(np.asarray(examples, dtype=object).ravel())
+        if not records:
+            raise ValueError(f"'examples' is empty: give at least one.\n{self._expected()}")
+        if any(isinstance(r, str) for r in records):
+            raise ValueError(
+                "'examples' must hold serialized tf.Example bytes; got text. Send the bytes "
+                '(in JSON: {"b64": base64 of example.SerializeToString()}).'
+            )
+        parsed = parse_example(records, self._parse_spec)
+        out = {}
+        for name, value in parsed.items():
+            if isinstance(value, SparseValue):
+                rows = [[] for _ in range(len(records))]
+                for (row, _), v in zip(value.indices.tolist(), value.values.tolist(), strict=True):
+                    rows[row].append(v)
+                value = _pad(rows, np.dtype(value.values.dtype))
+            if name in self.inputs:
+                out[name] = value
+        return out
+
     def _host(self, inputs: dict):
         entry = self.entry
         if self._parse_spec is not None:
@@ -268,6 +313,8 @@ class Signature:
           ValueError: for missing or unexpected input names, wrong dtypes or shapes (the
             message lists what the signature expects).
         """
+        if self.accepts_examples and EXAMPLES in inputs:
+            inputs = self._parsed(inputs)
         features, labels = self._host(self._check(inputs))
         outputs = jax.device_get(self._call(self._variables, features, labels))
         result = {}

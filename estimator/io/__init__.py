@@ -1,12 +1,89 @@
-"""Files and storage: where paths point, and reading and writing them.
+"""Files and data without TensorFlow: TFRecord files, ``tf.Example`` protos and their
+parsing (``tf.io``).
 
-* ``paths`` — which paths this package can write (:func:`local_path`): a URL
-  (``gs://``, ``s3://``, ...) is refused where a ``model_dir``, export directory or
-  checkpoint is given, before anything is created.
+This is a bottom layer: it knows nothing of the Estimator's engine. What lives here:
 
-This is the bottom layer: it knows nothing of the engine.
+* ``protos``: ``Example``, ``SequenceExample`` and the ``Feature`` messages, from TF's real
+  ``.proto`` schema in a private descriptor pool;
+* ``tfrecord``: TFRecord files (``TFRecordWriter``, ``read_records`` with patterns,
+  interleaving, sharding and CRC checks; ``"GZIP"``/``"ZLIB"``), and ``write_examples``
+  (columns or a DataFrame to ``tf.Example`` files);
+* ``checksums``: CRC32C records of arrays (every checkpoint's, checked on every read);
+* ``fs``: local paths and storage URLs (``gs://``, ``s3://``, any fsspec protocol whose
+  package is installed) through one seam: every file the package reads and writes, from
+  ``model_dir`` to exports; ``staging``: checkpoints and exports for storage orbax cannot
+  write itself (written locally, published with a completion marker last);
+* ``paths``: the one place the TFRecord reader and writer open files (local or URLs,
+  through ``fs``), and ``local_path``, which refuses URLs for the few writers that write
+  local files only;
+* the parsing specs (``FixedLenFeature``, ``VarLenFeature``, ``SparseFeature``,
+  ``RaggedFeature``, ``FixedLenSequenceFeature``) and ``parse_example``,
+  ``parse_single_example``, ``parse_sequence_example``,
+  ``parse_single_sequence_example``, giving NumPy arrays, :class:`SparseValue` and
+  :class:`RaggedValue`.
+
+Synopsis::
+
+    import numpy as np
+    from estimator import io
+
+    example = io.protos.Example()
+    example.features.feature["age"].float_list.value.append(39.0)
+    parsed = io.parse_example(
+        [example.SerializeToString()],
+        {"age": io.FixedLenFeature([1], np.float32),
+         "tags": io.VarLenFeature(str)})
+    # parsed["age"] == [[39.]] (float32); parsed["tags"] is an empty SparseValue [1, 0]
 """
 
+from estimator.io import checksums as checksums
+from estimator.io import paths as paths
+from estimator.io import protos as protos
+from estimator.io import tfrecord as tfrecord
+from estimator.io._parse import parse_example as parse_example
+from estimator.io._parse import parse_single_example as parse_single_example
+from estimator.io._sequence import parse_sequence_example as parse_sequence_example
+from estimator.io._sequence import (
+    parse_single_sequence_example as parse_single_sequence_example,
+)
+from estimator.io._specs import FixedLenFeature as FixedLenFeature
+from estimator.io._specs import FixedLenSequenceFeature as FixedLenSequenceFeature
+from estimator.io._specs import RaggedFeature as RaggedFeature
+from estimator.io._specs import SparseFeature as SparseFeature
+from estimator.io._specs import VarLenFeature as VarLenFeature
+from estimator.io._values import RaggedValue as RaggedValue
+from estimator.io._values import SparseValue as SparseValue
+from estimator.io.examples import serialize_examples as serialize_examples
+from estimator.io.examples import write_examples as write_examples
 from estimator.io.paths import local_path as local_path
+from estimator.io.tfrecord import CorruptRecordError as CorruptRecordError
+from estimator.io.tfrecord import TFRecordOptions as TFRecordOptions
+from estimator.io.tfrecord import TFRecordWriter as TFRecordWriter
+from estimator.io.tfrecord import list_files as list_files
+from estimator.io.tfrecord import read_records as read_records
 
-__all__ = ["local_path"]
+__all__ = [
+    "checksums",
+    "CorruptRecordError",
+    "TFRecordOptions",
+    "TFRecordWriter",
+    "list_files",
+    "local_path",
+    "paths",
+    "read_records",
+    "serialize_examples",
+    "tfrecord",
+    "write_examples",
+    "FixedLenFeature",
+    "FixedLenSequenceFeature",
+    "RaggedFeature",
+    "RaggedValue",
+    "SparseFeature",
+    "SparseValue",
+    "VarLenFeature",
+    "parse_example",
+    "parse_sequence_example",
+    "parse_single_example",
+    "parse_single_sequence_example",
+    "protos",
+]

@@ -61,6 +61,7 @@ __all__ = [
     "write_bytes",
     "append_bytes",
     "glob",
+    "put_file",
     "put_tree",
     "get_tree",
 ]
@@ -386,6 +387,14 @@ def glob(pattern) -> list[str]:
     filesystem, stripped = _fs(pattern)
     _fresh(filesystem, stripped.split("*")[0].rsplit("/", 1)[0])
     return sorted(_url(filesystem, p, as_str(pattern)) for p in filesystem.glob(stripped))
+
+
+def put_file(local, url) -> None:
+    """Uploads the local file ``local`` to ``url`` in one upload (the object appears when
+    it completes)."""
+    filesystem, stripped = _fs(url)
+    filesystem.put_file(_local(local), stripped)
+    _fresh(filesystem, stripped)
 
 
 def put_tree(local_dir, url: str, *, last: tuple[str, ...] = ()) -> None:

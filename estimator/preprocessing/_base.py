@@ -44,7 +44,10 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
     arrays of ``str``, integer arrays) are checked with whole-array operations, without a
     Python step per element.
     """
-    x = np.asarray(_require(features, key, who))
+    x = _require(features, key, who)
+    if all(hasattr(x, a) for a in ("indices", "values", "dense_shape")):
+        x = _densified(x, key, who)
+    x = np.asarray(x)
     if x.ndim == 0:
         raise ValueError(
             f"{who}: feature {key!r} is a scalar; expected a batch of shape [batch_size] or "
@@ -77,6 +80,27 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
         "categorical feature). Convert it in input_fn, e.g. x.astype(np.int64) for integral "
         "floats or x.astype(str)."
     )
+
+
+def _densified(sparse, key: str, who: str) -> np.ndarray:
+    """A 2-D sparse value (``parse_example``'s ``VarLenFeature``: ``estimator.io.SparseValue``,
+    or a ``tf.SparseTensor`` value) as TF's dense categorical input ``[batch_size, k]``,
+    padded with ``""`` (strings) or ``-1`` (integers), which mean "no value"."""
+    indices = np.asarray(sparse.indices, np.int64)
+    values = np.asarray(sparse.values)
+    shape = [int(d) for d in np.asarray(sparse.dense_shape).ravel()]
+    if len(shape) != 2 or indices.ndim != 2 or indices.shape[1] != 2:
+        raise ValueError(
+            f"{who}: feature {key!r} is a sparse value of dense_shape {shape}; expected a 2-D "
+            "[batch_size, k] one (what parse_example gives for a VarLenFeature)."
+        )
+    strings = values.dtype.kind in "OUS"
+    out = np.full(
+        (shape[0], max(shape[1], 1)), "" if strings else -1, dtype=object if strings else np.int64
+    )
+    if len(indices):
+        out[indices[:, 0], indices[:, 1]] = values
+    return out
 
 
 def _decoded(x: np.ndarray, flat: list, key: str, who: str) -> np.ndarray:

@@ -1,60 +1,145 @@
-"""``python -m estimator.serve``: TF Serving's REST API for an export directory."""
+"""``python -m estimator.serve``: TF Serving's gRPC and REST APIs for export directories.
+
+gRPC (``tensorflow.serving.PredictionService`` and ``ModelService``) listens on ``--port``
+(8500), REST on ``--rest_api_port`` (off unless given, as in TF Serving; 8501 is the usual
+choice). Both run in one event loop over the same loaded versions and batcher.
+"""
 
 import argparse
+import asyncio
 import signal
 import sys
 
 import uvicorn
 
-from estimator.serve._app import build_app
+from estimator.serve._app import build_app, runner
+from estimator.serve._config import read_model_config
+from estimator.serve._grpc import Servicer, start_server
 from estimator.serve._models import ModelWatcher
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m estimator.serve", description=__doc__)
+    parser.add_argument("--model_name", default="default")
+    parser.add_argument("--model_base_path", default=None)
+    parser.add_argument(
+        "--model_config_file",
+        default=None,
+        help="a text-format tensorflow.serving.ModelServerConfig listing several models "
+        "(instead of --model_name/--model_base_path)",
+    )
+    parser.add_argument("--port", type=int, default=8500, help="gRPC port")
+    parser.add_argument("--rest_api_port", type=int, default=0, help="REST port (0: no REST API)")
+    parser.add_argument("--host", default="0.0.0.0")
+    parser.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0)
+    parser.add_argument(
+        "--max_request_bytes",
+        type=int,
+        default=64 << 20,
+        help="larger REST bodies get 413, larger gRPC messages RESOURCE_EXHAUSTED",
+    )
+    parser.add_argument("--graceful_shutdown_seconds", type=float, default=30.0)
+    parser.add_argument("--enable_batching", action="store_true")
+    parser.add_argument("--max_batch_size", type=int, default=32)
+    parser.add_argument("--batch_timeout_micros", type=int, default=1000)
+    parser.add_argument(
+        "--num_batch_threads",
+        type=int,
+        default=None,
+        help="merged calls run at once with --enable_batching (default: the CPU count)",
+    )
+    return parser
+
+
+def _watchers(args, parser) -> dict[str, ModelWatcher]:
+    if args.model_config_file is not None:
+        if args.model_base_path is not None:
+            parser.error("give either --model_config_file or --model_base_path, not both")
+        try:
+            models = read_model_config(args.model_config_file)
+        except (OSError, ValueError) as err:
+            sys.exit(str(err))
+    elif args.model_base_path is not None:
+        models = [(args.model_name, args.model_base_path, {})]
+    else:
+        parser.error("give --model_base_path (with --model_name) or --model_config_file")
+    watchers = {}
+    for name, base_path, labels in models:
+        watcher = ModelWatcher(name, base_path, args.file_system_poll_wait_seconds, labels)
+        watchers[name] = watcher
+        if watcher.model is None:
+            for w in watchers.values():
+                w.close()
+            sys.exit(
+                f"No servable version of model {name!r} under {base_path}: expected "
+                "<base>/<integer>/ directories written by Estimator.export_saved_model."
+            )
+        missing = {k: v for k, v in labels.items() if v != watcher.version}
+        if missing:
+            sys.exit(
+                f"Request to assign labels {missing} to versions of model {name}, which are "
+                f"not currently available for inference (serving version {watcher.version})."
+            )
+    return watchers
+
+
+async def _serve(args, watchers: dict[str, ModelWatcher]) -> None:
+    run = runner(
+        args.max_batch_size if args.enable_batching else None,
+        args.batch_timeout_micros,
+        args.num_batch_threads,
+    )
+    server = await start_server(
+        Servicer(watchers, run), args.host, args.port, args.max_request_bytes
+    )
+    try:
+        if args.rest_api_port:
+            app = build_app(watchers, max_request_bytes=args.max_request_bytes, run=run)
+            config = uvicorn.Config(
+                app,
+                host=args.host,
+                port=args.rest_api_port,
+                log_level="warning",
+                timeout_graceful_shutdown=args.graceful_shutdown_seconds,
+            )
+            # uvicorn shuts down gracefully, then re-raises the signal to the handler it
+            # found (main's: SIGTERM exits with status 0); gRPC stops in the finally.
+            await uvicorn.Server(config).serve()
+        else:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+    finally:
+        await server.stop(args.graceful_shutdown_seconds)
+
+
+def _loop_factory():
+    """uvloop's event loop where it is installed (as uvicorn picks it), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def main(argv=None) -> None:
     """Parses TF Serving-style flags and serves until SIGINT/SIGTERM.
 
-    SIGTERM is handled by uvicorn: it stops accepting connections, lets in-flight requests
-    finish (up to ``--graceful_shutdown_seconds``) and exits with status 0.
+    SIGTERM stops accepting connections, lets in-flight requests finish (up to
+    ``--graceful_shutdown_seconds``) and exits with status 0, as TF Serving's clean shutdown.
     """
-    parser = argparse.ArgumentParser(prog="python -m estimator.serve", description=__doc__)
-    parser.add_argument("--model_name", default="default")
-    parser.add_argument("--model_base_path", required=True)
-    parser.add_argument("--rest_api_port", "--port", type=int, default=8501, dest="port")
-    parser.add_argument("--host", default="0.0.0.0")
-    parser.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0)
-    parser.add_argument("--max_request_bytes", type=int, default=64 << 20)
-    parser.add_argument("--graceful_shutdown_seconds", type=float, default=30.0)
-    parser.add_argument("--enable_batching", action="store_true")
-    parser.add_argument("--max_batch_size", type=int, default=32)
-    parser.add_argument("--batch_timeout_micros", type=int, default=1000)
+    parser = _parser()
     args = parser.parse_args(argv)
-    watcher = ModelWatcher(
-        args.model_name, args.model_base_path, args.file_system_poll_wait_seconds
-    )
-    if watcher.model is None:
-        sys.exit(
-            f"No servable version under {args.model_base_path}: expected <base>/<integer>/ "
-            "directories written by Estimator.export_saved_model."
-        )
-    app = build_app(
-        watcher,
-        max_request_bytes=args.max_request_bytes,
-        max_batch_size=args.max_batch_size if args.enable_batching else None,
-        batch_timeout_micros=args.batch_timeout_micros,
-    )
-    # uvicorn shuts down gracefully, then re-raises the signal to the handler it found:
-    # this one turns SIGTERM into exit status 0, as TF Serving's clean shutdown.
+    watchers = _watchers(args, parser)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        uvicorn.run(
-            app,
-            host=args.host,
-            port=args.port,
-            log_level="warning",
-            timeout_graceful_shutdown=args.graceful_shutdown_seconds,
-        )
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner_:
+            runner_.run(_serve(args, watchers))
     finally:
-        watcher.close()
+        for watcher in watchers.values():
+            watcher.close()
 
 
 if __name__ == "__main__":

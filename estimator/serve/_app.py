@@ -2,6 +2,7 @@
 
 import base64
 import json
+from collections.abc import Mapping
 
 import numpy as np
 from starlette.applications import Starlette
@@ -72,12 +73,18 @@ def _tensor_info(name: str, spec: dict) -> dict:
     }
 
 
-def _version_of(watcher: ModelWatcher, request: Request):
+def _version_of(models: Mapping[str, ModelWatcher], request: Request):
     """The served model for the URL, or a 404 like TF Serving's."""
     name = request.path_params["name"]
     version = request.path_params.get("version")
-    if name != watcher.name:
+    watcher = models.get(name)
+    if watcher is None:
         raise ServingError(404, f"Servable not found for request: Latest({name})")
+    label = request.path_params.get("label")
+    if label is not None:  # /labels/{label}: a version named in --model_config_file
+        if label not in watcher.version_labels:
+            raise ServingError(400, f"Unrecognized servable version label: {label}")
+        version = str(watcher.version_labels[label])
     served, model = watcher.current()
     if model is None:
         raise ServingError(404, f"Servable not found for request: Latest({name})")
@@ -137,6 +144,11 @@ def _signature(model, data: dict, method: str):
     return signature
 
 
+def _all_bytes(value) -> bool:
+    """Whether ``value`` is a non-empty list of bytes (decoded ``{"b64": ...}`` strings)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, bytes) for v in value)
+
+
 def _rows_to_columns(instances: list, input_names: list) -> dict:
     if not instances:
         raise ServingError(400, "'instances' must be a non-empty list.")
@@ -161,27 +173,19 @@ def _call(signature, columns: dict) -> dict:
         raise ServingError(400, str(err)) from None
 
 
-def build_app(
-    watcher: ModelWatcher,
-    max_request_bytes: int = 64 << 20,
+def runner(
     max_batch_size: int | None = None,
     batch_timeout_micros: int = 1000,
-) -> Starlette:
-    """The REST app for one watched model.
-
-    Args:
-      watcher: the :class:`ModelWatcher` serving the model.
-      max_request_bytes: larger request bodies get 413.
-      max_batch_size: if set, concurrent requests are merged into calls of up to this many
-        rows (TF Serving's ``--enable_batching``); ``None``: one call per request.
-      batch_timeout_micros: how long a batch waits for more requests.
-
-    Returns:
-      A Starlette ASGI app with TF Serving's ``/v1/models/{name}`` routes.
-    """
-
+    num_batch_threads: int | None = None,
+):
+    """``async run(signature, columns) -> outputs``: a worker thread per call, or the
+    :class:`Batcher` when ``max_batch_size`` is set (shared by the REST and gRPC APIs, so
+    their concurrent requests merge into the same calls). Bad input raises
+    :class:`ServingError` (400)."""
     batcher = (
-        None if max_batch_size is None else Batcher(_call, max_batch_size, batch_timeout_micros)
+        None
+        if max_batch_size is None
+        else Batcher(_call, max_batch_size, batch_timeout_micros, num_batch_threads)
     )
 
     async def run(signature, columns: dict) -> dict:
@@ -189,8 +193,38 @@ def build_app(
             return await run_in_threadpool(_call, signature, columns)
         return await batcher(signature, columns)
 
+    return run
+
+
+def build_app(
+    watcher: ModelWatcher | Mapping[str, ModelWatcher],
+    max_request_bytes: int = 64 << 20,
+    max_batch_size: int | None = None,
+    batch_timeout_micros: int = 1000,
+    *,
+    run=None,
+) -> Starlette:
+    """The REST app for the watched models.
+
+    Args:
+      watcher: the :class:`ModelWatcher` serving the model, or ``{name: ModelWatcher}``
+        for several (``--model_config_file``).
+      max_request_bytes: larger request bodies get 413.
+      max_batch_size: if set, concurrent requests are merged into calls of up to this many
+        rows (TF Serving's ``--enable_batching``); ``None``: one call per request.
+      batch_timeout_micros: how long a batch waits for more requests.
+      run: a :func:`runner` to share with the gRPC API (then ``max_batch_size`` and
+        ``batch_timeout_micros`` are the runner's).
+
+    Returns:
+      A Starlette ASGI app with TF Serving's ``/v1/models/{name}`` routes.
+    """
+    models = {watcher.name: watcher} if isinstance(watcher, ModelWatcher) else dict(watcher)
+    if run is None:
+        run = runner(max_batch_size, batch_timeout_micros)
+
     async def status(request: Request):
-        version, _ = _version_of(watcher, request)
+        version, _ = _version_of(models, request)
         return JSONResponse(
             {
                 "model_version_status": [
@@ -204,7 +238,7 @@ def build_app(
         )
 
     async def metadata(request: Request):
-        version, model = _version_of(watcher, request)
+        version, model = _version_of(models, request)
         defs = {}
         for key, sig in model.signatures.items():
             defs[key] = {
@@ -214,7 +248,11 @@ def build_app(
             }
         return JSONResponse(
             {
-                "model_spec": {"name": watcher.name, "signature_name": "", "version": str(version)},
+                "model_spec": {
+                    "name": request.path_params["name"],
+                    "signature_name": "",
+                    "version": str(version),
+                },
                 "metadata": {"signature_def": {"signature_def": defs}},
             }
         )
@@ -226,8 +264,11 @@ def build_app(
             raise ServingError(
                 404, f"Unknown method {method!r}: expected :predict, :classify or :regress."
             )
-        params["version" if "name" in params else "name"] = target
-        _, model = _version_of(watcher, request)
+        if "name" not in params:
+            params["name"] = target
+        else:
+            params["label" if "/labels/" in request.url.path else "version"] = target
+        _, model = _version_of(models, request)
         data = await _json_body(request, max_request_bytes)
         signature = _signature(model, data, method)
         if method == "predict":
@@ -247,6 +288,8 @@ def build_app(
         if unknown:
             raise ServingError(400, f"Unknown keys in request: {unknown}.")
         names = sorted(signature.inputs)
+        if getattr(signature, "accepts_examples", False) and _all_bytes(data[formats[0]]):
+            names = ["examples"]  # TF's parsing signature: serialized tf.Example, {"b64": ...}
         if formats[0] == "instances":
             if not isinstance(data["instances"], list):
                 raise ServingError(400, "'instances' must be a list of rows.")
@@ -317,6 +360,9 @@ def build_app(
             Route("/v1/models/{name}/versions/{version}/metadata", metadata),
             Route("/v1/models/{method}", post, methods=["POST"]),
             Route("/v1/models/{name}/versions/{method}", post, methods=["POST"]),
+            Route("/v1/models/{name}/labels/{label}", status),
+            Route("/v1/models/{name}/labels/{label}/metadata", metadata),
+            Route("/v1/models/{name}/labels/{method}", post, methods=["POST"]),
         ],
         exception_handlers={ServingError: on_error, 404: on_http, 405: on_http},
     )

@@ -33,16 +33,26 @@ class ModelWatcher:
       name: the model name used in URLs.
       base_path: directory holding one subdirectory per version (``<base>/<int>/``), or a
         storage URL.
+      poll_seconds: how often to look for a new version (TF Serving's
+        ``--file_system_poll_wait_seconds``); 0 disables polling.
+      version_labels: ``{label: version}`` for requests that name a version by label
+        (``version_labels`` of TF Serving's model config); a label of a version that is not
+        the served one finds nothing.
 
     Raises:
       ValueError: a URL whose protocol is not available (names the package to install).
-      poll_seconds: how often to look for a new version (TF Serving's
-        ``--file_system_poll_wait_seconds``); 0 disables polling.
     """
 
-    def __init__(self, name: str, base_path: str, poll_seconds: float = 1.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        base_path: str,
+        poll_seconds: float = 1.0,
+        version_labels: dict[str, int] | None = None,
+    ) -> None:
         self.name = name
         self.base_path = fs.check(base_path, "model_base_path")
+        self.version_labels = dict(version_labels or {})
         # (version, model), replaced as one reference: a reader never pairs one version's
         # number with another's model.
         self._current: tuple[int | None, export.LoadedModel | None] = (None, None)

@@ -63,6 +63,7 @@ from estimator.compat.v1 import losses as losses
 from estimator.compat.v1 import math as math
 from estimator.compat.v1 import metrics as metrics
 from estimator.compat.v1 import nn as nn
+from estimator.compat.v1 import python_io as python_io
 from estimator.compat.v1 import random as random
 from estimator.compat.v1 import summary as summary
 from estimator.compat.v1 import train as train
@@ -90,6 +91,13 @@ from estimator.compat.v1.initializers import (
     variance_scaling_initializer as variance_scaling_initializer,
 )
 from estimator.compat.v1.initializers import zeros_initializer as zeros_initializer
+from estimator.compat.v1.io import FixedLenFeature as FixedLenFeature
+from estimator.compat.v1.io import FixedLenSequenceFeature as FixedLenSequenceFeature
+from estimator.compat.v1.io import SparseFeature as SparseFeature
+from estimator.compat.v1.io import VarLenFeature as VarLenFeature
+from estimator.compat.v1.io import parse_example as parse_example
+from estimator.compat.v1.io import parse_single_example as parse_single_example
+from estimator.compat.v1.io import parse_single_sequence_example as parse_single_sequence_example
 from estimator.compat.v1.train._optimizers import gradients as gradients
 
 print = _framework.print_  # noqa: A001 (TF's names)
@@ -123,6 +131,7 @@ _MODULES = [
     "math",
     "metrics",
     "nn",
+    "python_io",
     "random",
     "summary",
     "train",
@@ -139,6 +148,13 @@ __all__ = sorted(
         "GraphKeys",
         "add_to_collection",
         "decode_csv",
+        "FixedLenFeature",
+        "FixedLenSequenceFeature",
+        "SparseFeature",
+        "VarLenFeature",
+        "parse_example",
+        "parse_single_example",
+        "parse_single_sequence_example",
         "gradients",
         "UnsupportedSymbolError",
         "constant_initializer",

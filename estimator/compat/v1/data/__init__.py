@@ -1,6 +1,6 @@
-"""``tf.data`` (TF 1.15's ``tf.compat.v1.data``) on grain: ``Dataset``, ``TextLineDataset``
-and ``experimental``. See ``_dataset`` for how a pipeline runs and how it differs from
-TF's; the Estimator reads a ``Dataset`` returned by an ``input_fn`` through
+"""``tf.data`` (TF 1.15's ``tf.compat.v1.data``) on grain: ``Dataset``, ``TextLineDataset``,
+``TFRecordDataset`` and ``experimental``. See ``_dataset`` for how a pipeline runs and how
+it differs from TF's; the Estimator reads a ``Dataset`` returned by an ``input_fn`` through
 ``as_numpy_iterator()``, as it reads a real ``tf.data.Dataset`` when TensorFlow is
 installed.
 """
@@ -12,8 +12,9 @@ from estimator.compat.v1.data import experimental as experimental
 from estimator.compat.v1.data._dataset import AUTOTUNE as AUTOTUNE
 from estimator.compat.v1.data._dataset import Dataset as Dataset
 from estimator.compat.v1.data._readers import TextLineDataset as TextLineDataset
+from estimator.compat.v1.data._readers import TFRecordDataset as TFRecordDataset
 
-__all__ = ["AUTOTUNE", "Dataset", "TextLineDataset", "experimental", "Options"]
+__all__ = ["AUTOTUNE", "Dataset", "TFRecordDataset", "TextLineDataset", "experimental", "Options"]
 
 __getattr__ = module_getattr("tf.data", __name__)
 

@@ -31,6 +31,8 @@ Both give TF's elements in TF's order of operations. Differences from ``tf.data`
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,7 +41,7 @@ import numpy as np
 
 from estimator.compat._unsupported import unsupported
 from estimator.compat.v1.data import _columnar, _elements
-from estimator.compat.v1.data._pipeline import Op, Source
+from estimator.compat.v1.data._pipeline import Op, Source, call_map
 from estimator.inputs import apply_to_rows
 
 __all__ = ["Dataset", "AUTOTUNE", "set_default_seed"]
@@ -135,6 +137,25 @@ class Dataset:
         return Dataset(Source("generator", make))
 
     @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None, name=None) -> Dataset:
+        """The files matching ``file_pattern`` (a pattern or a list), as bytes scalars,
+        shuffled unless ``shuffle=False`` (TF's default is to shuffle; the order here is
+        reproducible, from ``seed`` or ``tf.set_random_seed``'s value).
+
+        Raises:
+          ValueError: "No files matched pattern: ..." (TF's InvalidArgumentError).
+        """
+        from estimator.io import tfrecord
+
+        names = tfrecord.list_files(np.ravel(file_pattern).tolist())
+        if shuffle is None or shuffle:
+            rng = np.random.default_rng(_SEED["value"] if seed is None else int(seed))
+            names = [names[i] for i in rng.permutation(len(names))]
+        values = np.empty(len(names), dtype=object)
+        values[:] = [n.encode() for n in names]
+        return Dataset(Source("slices", (values, len(values))))
+
+    @staticmethod
     def zip(datasets, name=None) -> Dataset:
         raise unsupported("tf.data.Dataset.zip")
 
@@ -142,6 +163,51 @@ class Dataset:
     def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None) -> Dataset:
         """Applies ``map_func`` to each element (a tuple element is passed as arguments)."""
         return self._then("map", map_func)
+
+    def interleave(
+        self,
+        map_func,
+        cycle_length=None,
+        block_length=None,
+        num_parallel_calls=None,
+        deterministic=None,
+        name=None,
+    ) -> Dataset:
+        """Maps each element to a dataset and interleaves them: ``cycle_length`` at a time
+        (default: the number of CPUs, as TF's AUTOTUNE), ``block_length`` elements (default
+        1) from each in turn; a finished one is replaced by the next element's dataset."""
+        auto = cycle_length in (None, AUTOTUNE)
+        cycle = (os.cpu_count() or 1) if auto else int(cycle_length)
+        block = 1 if block_length in (None, AUTOTUNE) else int(block_length)
+        if cycle < 1 or block < 1:
+            raise ValueError(
+                f"cycle_length and block_length must be >= 1; got {cycle_length}, {block_length}."
+            )
+        outer = self
+
+        def elements() -> Iterator:
+            pending = (call_map(map_func, e) for e in outer.as_numpy_iterator())
+            active = [iter(d) for d in itertools.islice(pending, cycle)]
+            while active:
+                still = []
+                for inner in active:
+                    for _ in range(block):
+                        try:
+                            yield next(inner)
+                        except StopIteration:
+                            replacement = next(pending, None)
+                            if replacement is not None:
+                                still.append(iter(replacement))
+                            break
+                    else:
+                        still.append(inner)
+                active = still
+
+        return Dataset(Source("generator", elements))
+
+    def flat_map(self, map_func, name=None) -> Dataset:
+        """Maps each element to a dataset and chains them in order."""
+        return self.interleave(map_func, cycle_length=1)
 
     def filter(self, predicate, name=None) -> Dataset:
         """Keeps the elements for which ``predicate`` is true."""

@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 from estimator.compat.v1.data._pipeline import Op, Source, call_map
+from estimator.io import SparseValue
 
 __all__ = ["iterator", "IterableSource"]
 
@@ -77,6 +78,30 @@ def _numpy(tree: Any) -> Any:
     return jax.tree.map(np.asarray, tree)
 
 
+def _stacked(elements: list) -> Any:
+    """A batch of elements: arrays stacked (grain's default), and the sparse values of
+    ``tf.io.parse_single_example``'s ``VarLenFeature``s joined into one sparse value
+    ``[batch, *max(dense_shape)]``, as TF batches ``SparseTensor``s."""
+    return jax.tree.map(
+        lambda *xs: _join_sparse(xs) if isinstance(xs[0], SparseValue) else np.stack(xs),
+        *elements,
+        is_leaf=lambda x: isinstance(x, SparseValue),
+    )
+
+
+def _join_sparse(values: tuple) -> SparseValue:
+    indices = [
+        np.concatenate([np.full((len(v.indices), 1), i, np.int64), v.indices], axis=1)
+        for i, v in enumerate(values)
+    ]
+    shape = np.max(np.stack([v.dense_shape for v in values]), axis=0)
+    return SparseValue(
+        np.concatenate(indices).astype(np.int64),
+        np.concatenate([v.values for v in values]),
+        np.concatenate([[len(values)], shape]).astype(np.int64),
+    )
+
+
 def _source(source: Source) -> grain.IterDataset:
     if source.kind == "slices":
         tree, n = source.value
@@ -121,7 +146,7 @@ def _build(source: Source, ops: tuple[Op, ...], seed: int, path: tuple) -> grain
         )
     if op.kind == "batch":
         batch_size, drop_remainder = op.args
-        return ds.batch(batch_size, drop_remainder=drop_remainder)
+        return ds.batch(batch_size, drop_remainder=drop_remainder, batch_fn=_stacked)
     if op.kind == "take":
         count = op.args[0]
         if count < 0:

@@ -1,4 +1,9 @@
-"""Text input for ``tf.data``: ``TextLineDataset`` and ``decode_csv``.
+"""File input for ``tf.data``: ``TextLineDataset``, ``TFRecordDataset`` and ``decode_csv``.
+
+``TFRecordDataset(filenames, compression_type)`` yields each record of each TFRecord file
+as a bytes scalar, read by ``estimator.io`` (CRCs checked, ``""``/``"GZIP"``/``"ZLIB"``);
+with ``num_parallel_reads`` the files are interleaved, one record from each in turn, as
+TF's.
 
 ``TextLineDataset(filenames)`` yields each line of each file (without its line break) as
 a bytes scalar, reading the files lazily in order, as TF's; ``.gz`` files (or
@@ -19,7 +24,7 @@ import numpy as np
 from estimator.compat.v1.data._dataset import Dataset
 from estimator.compat.v1.data._pipeline import Source
 
-__all__ = ["TextLineDataset", "decode_csv"]
+__all__ = ["TFRecordDataset", "TextLineDataset", "decode_csv"]
 
 
 def _open(path: str, compression_type: str | None):
@@ -50,6 +55,33 @@ def TextLineDataset(  # noqa: N802 (TF's class name)
                     yield np.asarray(line.rstrip(b"\r\n"), dtype=object)
 
     return Dataset(Source("generator", lines))
+
+
+def TFRecordDataset(  # noqa: N802 (TF's class name)
+    filenames, compression_type=None, buffer_size=None, num_parallel_reads=None, name=None
+) -> Dataset:
+    """``tf.data.TFRecordDataset``: the records of the TFRecord files ``filenames`` (a path,
+    a list, or a dataset element holding them), as bytes scalars.
+
+    Raises:
+      ValueError: a bad compression type (at once); a file that does not exist or a
+        damaged record (when read: ``estimator.io.CorruptRecordError`` names the file and
+        the byte offset).
+    """
+    from estimator.io import tfrecord
+
+    compression = tfrecord.TFRecordOptions.get_compression_type_string(compression_type)
+    names = [filenames] if isinstance(filenames, (str, bytes)) else list(np.ravel(filenames))
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    cycle = 1 if num_parallel_reads in (None, 0) else max(1, int(num_parallel_reads))
+    if cycle < 0:
+        cycle = len(names)
+
+    def records() -> Iterator[np.ndarray]:
+        for record in tfrecord.read_records(names, compression, cycle_length=cycle):
+            yield np.asarray(record, dtype=object)
+
+    return Dataset(Source("generator", records))
 
 
 def _typed(default: Sequence) -> tuple[type, object]:

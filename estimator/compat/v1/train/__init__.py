@@ -1,5 +1,7 @@
 """``tf.train`` (TF 1.15's ``tf.compat.v1.train``): optimizers, learning-rate decays, the
-global step, session-run hooks and checkpoint helpers.
+global step, session-run hooks, checkpoint helpers, and the ``tf.Example`` protos
+(``Example``, ``Features``, ``Feature``, ``BytesList``, ``FloatList``, ``Int64List``, ...:
+``estimator.io.protos``, TF's real schema).
 
 Optimizers keep TF 1's defaults, update rules and slot names and return ``train_op`` s the
 Estimator applies (``_optimizers``); decays are TF's formulas of the global step
@@ -49,11 +51,29 @@ from estimator.hooks.session_run_hook import SessionRunArgs as SessionRunArgs
 from estimator.hooks.session_run_hook import SessionRunContext as SessionRunContext
 from estimator.hooks.session_run_hook import SessionRunHook as SessionRunHook
 from estimator.hooks.session_run_hook import SessionRunValues as SessionRunValues
+from estimator.io.protos import BytesList as BytesList
+from estimator.io.protos import Example as Example
+from estimator.io.protos import Feature as Feature
+from estimator.io.protos import FeatureList as FeatureList
+from estimator.io.protos import FeatureLists as FeatureLists
+from estimator.io.protos import Features as Features
+from estimator.io.protos import FloatList as FloatList
+from estimator.io.protos import Int64List as Int64List
+from estimator.io.protos import SequenceExample as SequenceExample
 from estimator.model.variables import get_global_step as _get_global_step
 from estimator.summary import SummarySaverHook as SummarySaverHook
 from estimator.vocab_remap import VocabInfo as VocabInfo
 
 __all__ = [
+    "BytesList",
+    "Example",
+    "Feature",
+    "FeatureList",
+    "FeatureLists",
+    "Features",
+    "FloatList",
+    "Int64List",
+    "SequenceExample",
     "Optimizer",
     "GradientDescentOptimizer",
     "MomentumOptimizer",

@@ -1,0 +1,199 @@
+"""Census (UCI Adult) from GZIP TFRecord files of ``tf.Example``: parse throughput and
+training from files, with TF 2.15 reading the same files in the same run.
+
+The script writes adult.data with all its columns (numbers as ``float_list``, strings as
+``bytes_list``, the label as an int64 ``label``) to a GZIP TFRecord file with
+``est.io.write_examples``, then measures:
+
+* **parse**: examples/s of reading and parsing every column, best of ``--passes`` passes,
+  batches of ``--parse-batch``: ours as ``est.inputs.tfrecord_input_fn`` yields them
+  (reading, decompression, CRC checks and parsing in its background threads), and the
+  same work on the calling thread alone (``read_records`` + ``parse_example``); TF's
+  ``TFRecordDataset`` → ``batch`` → ``map(tf.io.parse_example, AUTOTUNE)`` → ``prefetch``.
+* **train**: the canned ``LinearClassifier`` (the tutorial's wide columns) and
+  ``DNNLinearCombinedClassifier`` (wide + deep columns), ``--epochs`` epochs at batch
+  ``--batch-size``, from the file: ours end to end cold (a fresh Estimator with a cold
+  compilation cache, compiles included), steady (a second ``train()`` of the same
+  Estimator, from the file again), and our in-memory ``numpy_input_fn`` steady rate for
+  comparison; TF's Estimator fed ``TFRecordDataset`` → ``shuffle(10000)`` → ``repeat`` →
+  ``batch`` → ``map(parse_example)`` → ``prefetch`` (its recommended way): end to end, and
+  steady (its steps after the 100th, timed by a hook).
+
+With ``--tf-python`` (a Python with tensorflow 2.15 + tensorflow-estimator 2.15) TF's side
+runs in a subprocess (``benchmarks/_tf_tfrecord.py``) and the ratios are printed.
+
+Usage: ``python benchmarks/tfrecord_input.py [--model all] [--tf-python PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import tempfile
+import time
+
+import jax
+import numpy as np
+
+import canned
+import estimator as est
+from canned import feature_column as fc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _census():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "census", os.path.join(ROOT, "examples", "census.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tf(args, *command) -> dict | None:
+    if not args.tf_python:
+        return None
+    script = os.path.join(ROOT, "benchmarks", "_tf_tfrecord.py")
+    out = subprocess.run(
+        [args.tf_python, script, *map(str, command)], capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def all_columns_spec(census) -> dict:
+    spec = {
+        name: est.io.FixedLenFeature([1], np.float32 if name in census.NUMERIC else str)
+        for name in census.COLUMNS[:-1]
+    }
+    spec["label"] = est.io.FixedLenFeature([1], np.int64)
+    return spec
+
+
+def bench_parse(args, census, path: str) -> None:
+    spec = all_columns_spec(census)
+    threaded, alone = [], []
+    for _ in range(args.passes):
+        input_fn = est.inputs.tfrecord_input_fn(
+            path, spec, batch_size=args.parse_batch, shuffle=False, compression_type="GZIP"
+        )
+        start, n = time.perf_counter(), 0
+        for batch in input_fn():
+            n += len(batch["label"])
+        threaded.append(n / (time.perf_counter() - start))
+        start, n, records = time.perf_counter(), 0, []
+        for record in est.io.read_records(path, "GZIP"):
+            records.append(record)
+            if len(records) == args.parse_batch:
+                n += len(est.io.parse_example(records, spec)["label"])
+                records = []
+        if records:
+            n += len(est.io.parse_example(records, spec)["label"])
+        alone.append(n / (time.perf_counter() - start))
+    print(f"\nparse all {len(spec)} columns, batch {args.parse_batch}, best of {args.passes}:")
+    print(f"  ours tfrecord_input_fn      {max(threaded):10,.0f} examples/s")
+    print(f"  ours on the calling thread  {max(alone):10,.0f} examples/s")
+    theirs = _tf(args, "parse", path, args.parse_batch, args.passes)
+    if theirs is not None:
+        tf_rate = theirs["parse_examples_per_s"]
+        print(f"  TF 2.15 tf.data             {tf_rate:10,.0f} examples/s")
+        print(f"  ratio ours / TF: {max(threaded) / tf_rate:.2f} (calling thread alone "
+              f"{max(alone) / tf_rate:.2f})")  # fmt: skip
+
+
+def _model(census, kind: str, stats: dict):
+    model_dir = tempfile.mkdtemp(prefix="bench_tfrecord_")
+    config = est.RunConfig(tf_random_seed=0)
+    if kind == "linear":
+        return canned.LinearClassifier(census.wide_columns(), model_dir, config=config)
+    return canned.DNNLinearCombinedClassifier(
+        model_dir,
+        linear_feature_columns=census.wide_columns(),
+        dnn_feature_columns=census.deep_columns(stats),
+        dnn_hidden_units=census.HIDDEN_UNITS,
+        dnn_optimizer=canned.get_optimizer_instance("Adagrad", learning_rate=0.05),
+        config=config,
+    )
+
+
+def bench_train(args, census, kind: str, path: str, train_x, labels) -> None:
+    stats = census.numeric_stats(train_x)
+    columns = census.wide_columns()
+    if kind != "linear":
+        columns += census.deep_columns(stats)
+    spec = {**fc.make_parse_example_spec(columns), "label": est.io.FixedLenFeature([1], np.int64)}
+
+    def from_files():
+        return est.inputs.tfrecord_input_fn(
+            path, spec, label_key="label", batch_size=args.batch_size, num_epochs=args.epochs,
+            shuffle=True, compression_type="GZIP",
+        )  # fmt: skip
+
+    def in_memory():
+        return est.inputs.numpy_input_fn(
+            train_x, labels, batch_size=args.batch_size, num_epochs=args.epochs, shuffle=True
+        )
+
+    n = len(labels) * args.epochs
+    model = _model(census, kind, stats)
+    start = time.perf_counter()
+    model.train(from_files())
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    model.train(from_files())
+    steady = time.perf_counter() - start
+    memory_model = _model(census, kind, stats)
+    memory_model.train(in_memory())
+    start = time.perf_counter()
+    memory_model.train(in_memory())
+    memory = time.perf_counter() - start
+    print(f"\ntrain {kind} from files, {args.epochs} epochs, batch {args.batch_size}:")
+    print(f"  ours end to end cold {n / cold:9,.0f} examples/s ({cold:.2f} s); steady "
+          f"{n / steady:9,.0f} examples/s ({steady:.2f} s); in memory (numpy_input_fn) "
+          f"steady {n / memory:9,.0f} examples/s ({memory:.2f} s)")  # fmt: skip
+    print(f"  ours from files steady / ours in memory steady: {memory / steady:.2f}")
+    theirs = _tf(args, "train", args.data_dir, path, kind, args.epochs, args.batch_size)
+    if theirs is not None:
+        print(f"  TF 2.15 end to end {theirs['train_examples_per_s']:9,.0f} examples/s "
+              f"({theirs['train_s']:.2f} s); steady {theirs['steady_examples_per_s']:9,.0f} "
+              "examples/s")  # fmt: skip
+        tf_steady = theirs["steady_examples_per_s"]
+        print(f"  ratios: ours steady / TF steady {n / steady / tf_steady:.2f}; "
+              f"TF time / ours, end to end cold {theirs['train_s'] / cold:.2f}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", default=os.path.join(ROOT, "..", "shared", "data", "adult"))
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--parse-batch", type=int, default=512)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--model", choices=["linear", "wide_deep", "all", "none"], default="all")
+    parser.add_argument("--tf-python", default=os.environ.get("TF_PYTHON"))
+    args = parser.parse_args()
+    os.environ["JAX_ESTIMATOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_xla_cache_")
+    logging.getLogger("estimator").setLevel(logging.WARNING)
+    census = _census()
+    train_x, train_y = census.load(os.path.join(args.data_dir, "adult.data"))
+    labels = (train_y == ">50K").astype(np.int64)
+    path = os.path.join(tempfile.mkdtemp(prefix="bench_tfrecord_data_"), "adult.tfrecord.gz")
+    start = time.perf_counter()
+    est.io.write_examples(path, {**train_x, "label": labels}, compression_type="GZIP")
+    print(
+        f"jax {jax.__version__}, backend {jax.default_backend()}; wrote {len(labels)} examples "
+        f"({os.path.getsize(path) / 1e6:.1f} MB GZIP) in {time.perf_counter() - start:.1f} s"
+    )
+    bench_parse(args, census, path)
+    kinds = {"all": ["linear", "wide_deep"], "none": []}.get(args.model, [args.model])
+    for kind in kinds:
+        bench_train(args, census, kind, path, train_x, labels)
+
+
+if __name__ == "__main__":
+    main()

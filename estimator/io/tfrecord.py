@@ -1,0 +1,426 @@
+"""TFRecord files without TensorFlow: reading and writing (``tf.io.TFRecordWriter``,
+``tf.data.TFRecordDataset``'s reader).
+
+A TFRecord file is a sequence of records, each framed as TF's ``record_writer.cc`` writes
+it::
+
+    uint64 length (little-endian)
+    uint32 masked CRC32C of the length's 8 bytes
+    byte   data[length]
+    uint32 masked CRC32C of the data
+
+(``masked(crc) = ((crc >> 15) | (crc << 17)) + 0xa282ead8``, modulo 2**32). The whole
+stream may be compressed: ``compression_type`` ``""`` (none), ``"GZIP"`` or ``"ZLIB"``.
+CRCs are computed by the ``crc32c`` package (hardware CRC32C) and checked on every read.
+
+Files written by TF's ``tf.io.TFRecordWriter`` read back here, and files written here
+read back in TF, for all three compressions (``tests/test_io_tfrecord.py``). A damaged
+file raises :class:`CorruptRecordError` naming the file, the byte offset and the fix;
+nothing is skipped unless ``ignore_errors=True``, which skips the rest of a damaged file
+(a frame cannot be found again after a bad length) and counts it in a :class:`ReadStats`.
+:class:`TFRecordWriter` writes under a temporary name and renames the file into place on
+``close()``: a failed or interrupted write leaves no partial file behind.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import logging
+import random
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO
+
+import crc32c
+
+from estimator.io import paths
+from estimator.io._framing import _CHUNK as _CHUNK
+from estimator.io._framing import _CRC as _CRC
+from estimator.io._framing import _HEADER as _HEADER
+from estimator.io._framing import _MASK_DELTA as _MASK_DELTA
+from estimator.io._framing import COMPRESSION_TYPES as COMPRESSION_TYPES
+from estimator.io._framing import CorruptRecordError as CorruptRecordError
+from estimator.io._framing import TFRecordOptions as TFRecordOptions
+from estimator.io._framing import _compression as _compression
+from estimator.io._framing import masked_crc32c as masked_crc32c
+from estimator.io._writer import TFRecordWriter as TFRecordWriter
+from estimator.io._writer import write_records as write_records
+
+__all__ = [
+    "CorruptRecordError",
+    "ReadStats",
+    "TFRecordOptions",
+    "TFRecordWriter",
+    "list_files",
+    "read_records",
+    "tf_record_iterator",
+]
+
+logger = logging.getLogger("estimator")
+
+
+@dataclass
+class ReadStats:
+    """What ``ignore_errors=True`` skipped: one ``(path, offset, reason)`` per damaged file
+    (the rest of each from ``offset`` on), and the number of records read."""
+
+    records: int = 0
+    skipped: list[tuple[str, int, str]] = field(default_factory=list)
+
+
+class _ZlibReader(io.RawIOBase):
+    """A zlib-format stream (TF's ``ZLIB`` compression) read through ``decompressobj``."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self._inflate = zlib.decompressobj()
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            if self._inflate.eof:
+                return 0
+            chunk = self._raw.read(_CHUNK)
+            if not chunk:
+                self._pending = self._inflate.flush()
+                if not self._pending:
+                    if not self._inflate.eof:
+                        raise zlib.error("incomplete or truncated stream")
+                    return 0
+                break
+            self._pending = self._inflate.decompress(chunk)
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _open_read(path: str, compression: str) -> IO[bytes]:
+    raw = paths.open_file(path, "rb")
+    if compression == "GZIP":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if compression == "ZLIB":
+        return io.BufferedReader(_ZlibReader(raw), _CHUNK)
+    return raw
+
+
+def _hint(path: str, compression: str) -> str:
+    try:
+        with paths.open_file(path, "rb") as f:
+            magic = f.read(2)
+    except OSError:
+        return ""
+    if compression == "" and magic == b"\x1f\x8b":
+        return " The file starts with gzip's magic bytes: pass compression_type='GZIP'."
+    if compression == "" and len(magic) == 2 and (magic[0] * 256 + magic[1]) % 31 == 0:
+        if magic[0] & 0x0F == 8:
+            return " The file starts like a zlib stream: pass compression_type='ZLIB'."
+    return ""
+
+
+def _record_chunks(path: str, compression: str) -> Iterator[list[bytes]]:
+    """The records of one file, a list per megabyte read; raises
+    :class:`CorruptRecordError` (after yielding the good records before the bad one).
+
+    The (decompressed) stream is read a megabyte at a time and the frames are cut from each
+    chunk in one loop, so a record costs a few Python operations and two CRC32C calls."""
+    offset = 0  # of the next record in the uncompressed stream
+    value = crc32c.crc32c
+    unpack = _HEADER.unpack_from
+    unpack_crc = _CRC.unpack_from
+    out: list[bytes] = []
+    try:
+        with _open_read(path, compression) as f:
+            buf = b""
+            pos = 0  # of the next record in buf
+            eof = False
+            while True:
+                if len(buf) - pos < 12 and not eof:
+                    if out:
+                        yield out
+                        out = []
+                    more = f.read(_CHUNK)
+                    eof = not more
+                    buf = buf[pos:] + more
+                    pos = 0
+                    continue
+                if pos == len(buf):
+                    break
+                if len(buf) - pos < 12:
+                    raise _truncated(path, offset, 12, len(buf) - pos, compression)
+                length, length_crc = unpack(buf, pos)
+                crc = value(buf[pos : pos + 8])
+                if (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
+                    raise CorruptRecordError(
+                        f"{path}: corrupt record at byte offset {offset}: the CRC32C of the "
+                        "length does not match, so this is not a TFRecord frame (a damaged "
+                        "file, or not a TFRecord file, or read with the wrong "
+                        f"compression_type {compression!r}).{_hint(path, compression)} "
+                        "Re-copy or re-write the file, or pass ignore_errors=True to skip the "
+                        "rest of a damaged file.",
+                        path,
+                        offset,
+                    )
+                end = pos + 16 + length
+                while len(buf) < end and not eof:
+                    if out:
+                        yield out
+                        out = []
+                    more = f.read(max(_CHUNK, end - len(buf)))
+                    eof = not more
+                    buf = buf[pos:] + more
+                    end -= pos
+                    pos = 0
+                if len(buf) < end:
+                    raise _truncated(path, offset, 16 + length, len(buf) - pos, compression)
+                data = buf[pos + 12 : end - 4]
+                (data_crc,) = unpack_crc(buf, end - 4)
+                crc = value(data)
+                if (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF != data_crc:
+                    raise CorruptRecordError(
+                        f"{path}: corrupt record at byte offset {offset}: the CRC32C of its "
+                        f"{length} bytes of data does not match (masked CRC 0x{data_crc:08x} "
+                        f"stored, 0x{masked_crc32c(data):08x} computed): the file is damaged. "
+                        "Re-copy or re-write it, or pass ignore_errors=True to skip the rest "
+                        "of a damaged file.",
+                        path,
+                        offset,
+                    )
+                out.append(data)
+                offset += 16 + length
+                pos = end
+    except (gzip.BadGzipFile, zlib.error, EOFError) as err:
+        if out:
+            yield out
+        kind = {"GZIP": "gzip", "ZLIB": "zlib"}.get(compression, "")
+        raise CorruptRecordError(
+            f"{path}: cannot decompress the {kind} stream after byte offset {offset} of the "
+            f"uncompressed data ({type(err).__name__}: {err}). The file is truncated or "
+            "damaged, or it is not compressed that way: check compression_type ('' for "
+            "uncompressed files). Re-copy or re-write it, or pass ignore_errors=True.",
+            path,
+            offset,
+        ) from None
+    except CorruptRecordError:
+        if out:
+            yield out
+        raise
+    if out:
+        yield out
+
+
+def _truncated(path, offset, needed, got, compression) -> CorruptRecordError:
+    where = "of the uncompressed stream " if compression else ""
+    return CorruptRecordError(
+        f"{path}: truncated record at byte offset {offset} {where}: the record needs {needed} "
+        f"bytes but the file ends after {got}. The file was cut short (an interrupted copy, "
+        "or a writer that was never closed); re-copy or re-write it, or pass "
+        "ignore_errors=True to skip the rest of a damaged file.",
+        path,
+        offset,
+    )
+
+
+def tf_record_iterator(path, options=None) -> Iterator[bytes]:
+    """The records of one TFRecord file, in order (``tf.compat.v1.io.tf_record_iterator``).
+
+    Args:
+      path: the file.
+      options: a :class:`TFRecordOptions` or a compression type (``""``, ``"GZIP"``,
+        ``"ZLIB"``).
+
+    Raises:
+      CorruptRecordError: a truncated or corrupt record (names the file and offset).
+    """
+    compression = _compression(options)
+    for chunk in _record_chunks(str(path), compression):
+        yield from chunk
+
+
+def list_files(file_pattern, shuffle: bool = False, seed: int | None = None) -> list[str]:
+    """The files matching one pattern or a list of patterns, as ``tf.data.Dataset.list_files``
+    (sorted; shuffled with ``shuffle``).
+
+    Args:
+      file_pattern: a glob pattern (``"data/train-*.tfrecord.gz"``), a path, or a list of
+        them.
+      shuffle: shuffle the file names (with ``seed``).
+      seed: the shuffle's seed.
+
+    Returns:
+      The matching paths, each once.
+
+    Raises:
+      ValueError: when nothing matches (TF's "No files matched pattern: ...").
+    """
+    patterns = [file_pattern] if isinstance(file_pattern, str | bytes) else list(file_pattern)
+    patterns = [p.decode() if isinstance(p, bytes) else str(p) for p in patterns]
+    if not patterns:
+        raise ValueError("file_pattern is empty: give a pattern or a list of paths.")
+    found: list[str] = []
+    for pattern in patterns:
+        matches = paths.glob(pattern)
+        if not matches:
+            raise ValueError(
+                f"No files matched pattern: {pattern}. Check the directory and the pattern "
+                "(glob syntax: *, ?, [...])."
+            )
+        found += matches
+    found = sorted(dict.fromkeys(found))
+    if shuffle:
+        random.Random(seed).shuffle(found)
+    return found
+
+
+def _shard(files: list[str], num_shards: int, index: int) -> tuple[list[str], int, int]:
+    """Files of shard ``index``, and the record sharding left to apply: by file when there
+    are at least as many files as shards (TF's ``AutoShardPolicy.FILE``), else every
+    ``num_shards``-th record (``DATA``)."""
+    if not 0 <= index < num_shards:
+        raise ValueError(
+            f"Shard index {index} is not in [0, {num_shards}): input_pipeline_id must be less "
+            "than num_input_pipelines."
+        )
+    if num_shards == 1:
+        return files, 1, 0
+    if len(files) >= num_shards:
+        return files[index::num_shards], 1, 0
+    return files, num_shards, index
+
+
+def read_records(
+    files: str | Sequence[str],
+    compression_type: str | None = None,
+    *,
+    cycle_length: int = 1,
+    block_length: int = 1,
+    num_shards: int = 1,
+    shard_index: int = 0,
+    ignore_errors: bool = False,
+    stats: ReadStats | None = None,
+) -> Iterator[bytes]:
+    """The records of TFRecord files: a file pattern, a path or a list of them.
+
+    Files are read ``cycle_length`` at a time, ``block_length`` records from each in turn
+    (``tf.data.Dataset.interleave`` of ``TFRecordDataset``s; ``cycle_length=1`` reads them
+    one after the other). With ``num_shards > 1`` only shard ``shard_index`` is read, as a
+    multi-host job's ``InputContext`` asks: every ``num_shards``-th file when there are at
+    least as many files as shards, else every ``num_shards``-th record
+    (``tf.data``'s ``AutoShardPolicy.AUTO``); the shards are disjoint and cover the files.
+
+    Args:
+      files: a glob pattern, a path, or a list of patterns/paths (see :func:`list_files`).
+      compression_type: ``""``/None, ``"GZIP"``, ``"ZLIB"`` or a :class:`TFRecordOptions`.
+      cycle_length: files read at once (interleaved).
+      block_length: records taken from a file before moving to the next.
+      num_shards: the number of input pipelines (``InputContext.num_input_pipelines``).
+      shard_index: this pipeline's index (``InputContext.input_pipeline_id``).
+      ignore_errors: skip the rest of a damaged file (logged, and counted in ``stats``)
+        instead of raising.
+      stats: a :class:`ReadStats` to fill (records read, files skipped).
+
+    Yields:
+      Each record's bytes.
+
+    Raises:
+      ValueError: nothing matches a pattern; bad arguments.
+      CorruptRecordError: a damaged file (without ``ignore_errors``).
+    """
+    for chunk in read_record_chunks(
+        files,
+        compression_type,
+        cycle_length=cycle_length,
+        block_length=block_length,
+        num_shards=num_shards,
+        shard_index=shard_index,
+        ignore_errors=ignore_errors,
+        stats=stats,
+    ):
+        yield from chunk
+
+
+def read_record_chunks(
+    files: str | Sequence[str],
+    compression_type: str | None = None,
+    *,
+    cycle_length: int = 1,
+    block_length: int = 1,
+    num_shards: int = 1,
+    shard_index: int = 0,
+    ignore_errors: bool = False,
+    stats: ReadStats | None = None,
+) -> Iterator[list[bytes]]:
+    """:func:`read_records`' records in lists (a list per megabyte read, or per record when
+    interleaving), for readers that take records in bulk."""
+    compression = _compression(compression_type)
+    if cycle_length < 1 or block_length < 1:
+        raise ValueError(
+            f"cycle_length and block_length must be >= 1; got {cycle_length}, {block_length}."
+        )
+    names = list_files(files)
+    names, every, offset = _shard(names, int(num_shards), int(shard_index))
+    stats = ReadStats() if stats is None else stats
+
+    def one_file(path: str) -> Iterator[list[bytes]]:
+        try:
+            yield from _record_chunks(path, compression)
+        except CorruptRecordError as err:
+            if not ignore_errors:
+                raise
+            stats.skipped.append((err.path, err.offset, str(err)))
+            logger.warning("Skipping the rest of %s from byte %d: %s", err.path, err.offset, err)
+
+    def sequential() -> Iterator[list[bytes]]:
+        for path in names:
+            yield from one_file(path)
+
+    def interleaved() -> Iterator[list[bytes]]:
+        pending = iter(names)
+        active = [_flat(one_file(p)) for p in _take(pending, cycle_length)]
+        while active:
+            still = []
+            for reader in active:
+                block = list(itertools.islice(reader, block_length))
+                if block:
+                    yield block
+                if len(block) < block_length:
+                    replacement = next(pending, None)
+                    if replacement is not None:
+                        still.append(_flat(one_file(replacement)))
+                else:
+                    still.append(reader)
+            active = still
+
+    seen = 0  # records before this chunk, for sharding by record
+    for chunk in sequential() if cycle_length == 1 else interleaved():
+        if every > 1:
+            first = (offset - seen) % every
+            seen += len(chunk)
+            chunk = chunk[first::every]
+        stats.records += len(chunk)
+        if chunk:
+            yield chunk
+
+
+def _flat(chunks: Iterator[list[bytes]]) -> Iterator[bytes]:
+    for chunk in chunks:
+        yield from chunk
+
+
+def _take(iterator: Iterator, n: int) -> list:
+    out = []
+    for item in iterator:
+        out.append(item)
+        if len(out) == n:
+            break
+    return out

@@ -1,0 +1,144 @@
+"""Serialized ``tf.Example``s -> a signature's input columns (Classify, Regress and
+MultiInference), parsed by ``estimator.io.parse_example`` (``tf.io.parse_example``'s rules
+and messages).
+
+An export made with a parsing receiver records its feature spec, and the examples are parsed
+with it: a ``FixedLenFeature`` missing from an example takes its default (or is refused with
+TF's message when it has none), a ``VarLenFeature`` keeps each example's list (the signature
+pads them as it pads REST's lists). A signature without a feature spec (a raw receiver)
+takes each input from the feature of the same name: a ``FixedLenFeature`` of the input's
+shape without the batch dimension (a ``VarLenFeature`` where that shape is not known), of
+the tf.Example value type its dtype is read from (``float_list`` for floats,
+``int64_list`` for integers, ``bytes_list`` for strings).
+
+Speed: ``parse_example``'s batch reader costs about a millisecond per call whatever the
+batch, more than the model itself for a one-row request. The examples arrive already
+decoded (the request message holds them), so :func:`columns` reads them directly when
+every feature is of the spec's kind and size (``FixedLenFeature``/``VarLenFeature``
+specs), which gives what ``parse_example`` gives; anything else (a wrong type or length, a
+missing required feature, other specs) goes through ``parse_example``, for its results and
+TF's error messages.
+"""
+
+import functools
+
+import numpy as np
+
+from estimator import io
+
+_KIND = {"O": "bytes_list", "f": "float_list", "i": "int64_list"}
+
+
+def _raw_spec(signature) -> dict:
+    spec = {}
+    for name, entry in signature.inputs.items():
+        kind = entry["dtype"]
+        dtype = object if kind == "string" else np.float32 if "float" in kind else np.int64
+        shape = entry["shape"][1:]
+        known = all(isinstance(d, int) for d in shape)
+        spec[name] = io.FixedLenFeature(shape, dtype) if known else io.VarLenFeature(dtype)
+    return spec
+
+
+def _rows(value: io.SparseValue) -> list:
+    """A 2-D ``SparseValue`` -> one list of values per example."""
+    rows = [[] for _ in range(int(value.dense_shape[0]))]
+    for (row, _), item in zip(value.indices.tolist(), value.values.tolist(), strict=True):
+        rows[row].append(item)
+    return rows
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(spec_items: tuple) -> tuple | None:
+    """Per feature: ``(name, fixed, list field, values per example, shape, dtype, default)``;
+    ``None`` if a spec is neither ``FixedLenFeature`` nor ``VarLenFeature``."""
+    plan = []
+    for name, feature in spec_items:
+        fixed = isinstance(feature, io.FixedLenFeature)
+        if not fixed and not isinstance(feature, io.VarLenFeature):
+            return None
+        kind = _KIND.get(np.dtype(feature.dtype).kind)
+        dtype = object if kind == "bytes_list" else np.dtype(feature.dtype)
+        shape = tuple(feature.shape) if fixed else None
+        size = int(np.prod(shape, dtype=np.int64)) if fixed else None
+        default = None
+        if fixed and feature.default_value is not None:
+            default = np.broadcast_to(np.asarray(feature.default_value, dtype), shape).ravel()
+            default = default.tolist()
+        plan.append((name, fixed, kind, size, shape, dtype, default))
+    return tuple(plan)
+
+
+def _direct(spec: dict, examples: list) -> dict | None:
+    """The columns read from decoded ``tf.Example`` messages, or ``None`` when some feature
+    needs ``parse_example`` (a wrong kind or size, a missing required feature)."""
+    plan = _plan(tuple(spec.items()))
+    if plan is None:
+        return None
+    maps = [example.features.feature for example in examples]
+    out: dict = {}
+    for name, fixed, kind, size, shape, dtype, default in plan:
+        values = []
+        for entries in maps:
+            if name not in entries:
+                if fixed and default is None:
+                    return None
+                if fixed:
+                    values.extend(default)
+                else:
+                    values.append([])
+                continue
+            entry = entries[name]
+            if entry.WhichOneof("kind") != kind:
+                return None
+            listed = getattr(entry, kind).value
+            if fixed:
+                if len(listed) != size:
+                    return None
+                values.extend(listed)
+            else:
+                values.append(list(listed))
+        if fixed:
+            flat = np.empty(len(values), dtype) if dtype is object else None
+            if flat is not None:
+                flat[:] = values
+            else:
+                flat = np.asarray(values, dtype)
+            out[name] = flat.reshape((len(maps), *shape))
+        else:
+            out[name] = values
+    return out
+
+
+def columns(signature, examples: list, serialized: list[bytes] | None = None) -> dict:
+    """The columns ``signature(**columns)`` takes for a batch of ``tf.Example``s.
+
+    Args:
+      signature: an ``estimator.export.Signature``.
+      examples: decoded ``tensorflow.Example`` messages, one per row.
+      serialized: the same examples serialized, if at hand (else serialized here when
+        ``parse_example`` is needed).
+
+    Returns:
+      ``{input name: [batch, ...] array, or one list of values per example}``.
+
+    Raises:
+      ValueError: ``parse_example``'s (a feature of the wrong type or length, a required
+        feature missing; TF's messages with the example's index and the key).
+    """
+    spec = getattr(signature, "_parse_spec", None) or _raw_spec(signature)
+    direct = _direct(spec, examples)
+    if direct is not None:
+        return direct
+    if serialized is None:
+        serialized = [e.SerializeToString() for e in examples]
+    return parsed(spec, serialized)
+
+
+def parsed(spec: dict, serialized: list[bytes]) -> dict:
+    """The columns ``parse_example`` gives (``VarLenFeature``s as lists per example)."""
+    values = io.parse_example(serialized, spec)
+    return {
+        name: _rows(value) if isinstance(value, io.SparseValue) else value
+        for name, value in values.items()
+    }
