@@ -1,0 +1,236 @@
+"""The whole lifecycle against real storage servers on localhost: S3 (moto's server,
+``ThreadedMotoServer``) and GCS (``gcp-storage-emulator``), both from PyPI and started here.
+
+For each: TFRecords written to the bucket, training from them with ``model_dir`` in the
+bucket in a child process, SIGKILL mid-training, resuming from the bucket's last complete
+checkpoint (taking over the killed run's lease), evaluating from the bucket's TFRecords,
+exporting to the bucket, loading the export from the bucket, and serving it with
+``python -m estimator.serve --model_base_path <bucket URL>`` over REST.
+
+The clients find the servers through the standard environment only (``AWS_ENDPOINT_URL``,
+``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``; ``STORAGE_EMULATOR_HOST``, which
+``estimator.io.fs`` also hands to TensorStore, orbax's GCS client): no code here names an
+endpoint to the library. On gs:// orbax writes the checkpoints itself (through
+TensorStore); on s3:// they are staged and published.
+"""
+
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+import numpy as np
+import pytest
+from linear_model import X, Y, model_fn, reference_eval_loss
+
+import estimator as est
+from estimator import checkpoint as ckpt
+from estimator.engine import model_dir_lock
+from estimator.io import fs
+
+pytestmark = pytest.mark.slow
+
+TESTS = pathlib.Path(__file__).resolve().parent
+SPEC = {"x": est.io.FixedLenFeature([2], np.float32), "y": est.io.FixedLenFeature([], np.float32)}
+CONFIG = dict(tf_random_seed=0, log_step_count_steps=None, save_checkpoints_steps=20)
+RECEIVER = est.export.build_raw_serving_input_receiver_fn({"x": X})
+
+# The training job that is killed: trains "forever" from the bucket's TFRecords.
+CHILD = f"""
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+import numpy as np
+import estimator as est
+from linear_model import model_fn
+model_dir, data = sys.argv[1:]
+spec = {{"x": est.io.FixedLenFeature([2], np.float32), "y": est.io.FixedLenFeature([], np.float32)}}
+train = est.inputs.tfrecord_input_fn(
+    data + "/train-*", spec, label_key="y", batch_size=8, num_epochs=None, shuffle=False,
+    compression_type="GZIP",
+)
+config = est.RunConfig(**{CONFIG!r})
+est.Estimator(model_fn, model_dir, config=config).train(train, max_steps=10**8)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _clear_instances():
+    """fsspec keeps one client per protocol: start and end with fresh ones."""
+    import gcsfs
+    import s3fs
+
+    gcsfs.GCSFileSystem.clear_instance_cache()
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+def _s3():
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    return server.stop, env
+
+
+def _gcs():
+    from gcp_storage_emulator.server import create_server
+
+    port = _free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    env = {"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}"}
+    return server.stop, env
+
+
+@pytest.fixture(scope="module", params=["s3", "gs"])
+def bucket(request):
+    """A bucket on a real local server of the protocol; the standard environment points
+    the clients at it (inherited by the child processes)."""
+    stop, env = {"s3": _s3, "gs": _gcs}[request.param]()
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        patch.delenv("TENSORSTORE_GCS_HTTP_URL", raising=False)  # derived by estimator.io.fs
+        patch.setenv("GOOGLE_CLOUD_PROJECT", "test")
+        _clear_instances()
+        url = f"{request.param}://bucket-{uuid.uuid4().hex[:8]}"
+        fs.check(url, "bucket")
+        filesystem, name = fs._fs(url)
+        filesystem.mkdir(name)  # the one thing a user makes before: the bucket
+        try:
+            yield url
+        finally:
+            _clear_instances()
+            stop()
+
+
+def _input(data: str, **kwargs):
+    return est.inputs.tfrecord_input_fn(
+        data + "/train-*",
+        SPEC,
+        label_key="y",
+        batch_size=8,
+        shuffle=False,
+        compression_type="GZIP",
+        **kwargs,
+    )
+
+
+def _train_until_killed(model_dir: str, data: str) -> int:
+    """Starts the training child, SIGKILLs it once the bucket holds two checkpoints after
+    step 0; returns the newest complete step then."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, model_dir, data],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 180
+    try:
+        while len([s for s in ckpt.complete_steps(model_dir) if s > 0]) < 2:
+            if child.poll() is not None:
+                raise AssertionError(f"training stopped: {child.stderr.read().decode()[-3000:]}")
+            assert time.monotonic() < deadline, "no checkpoints in the bucket after 180 s"
+            time.sleep(0.2)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stderr.close()
+    return ckpt.complete_steps(model_dir)[-1]
+
+
+def _serve(base_path: str):
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "estimator.serve",
+            "--model_name",
+            "m",
+            "--model_base_path",
+            base_path,
+            "--rest_api_port",
+            str(port),
+            "--port",
+            str(_free_port()),
+            "--host",
+            "127.0.0.1",
+        ],
+        stderr=subprocess.PIPE,
+    )
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            client.get("/v1/models/m")
+            return client, server
+        except httpx.TransportError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise RuntimeError(server.stderr.read().decode()[-3000:]) from None
+            time.sleep(0.3)
+
+
+def test_the_lifecycle_on_a_real_server(bucket):
+    data, model_dir = fs.join(bucket, "data"), fs.join(bucket, "model")
+    written = est.io.write_examples(fs.join(data, "train"), {"x": X, "y": Y}, num_shards=2)
+    assert written == [f"{data}/train-0000{i}-of-00002" for i in range(2)]
+    assert fs.glob(fs.join(data, "train-*")) == written
+
+    killed_at = _train_until_killed(model_dir, data)
+    assert killed_at >= 40 and killed_at % 20 == 0  # save_checkpoints_steps=20
+    # The killed run left its lease; a run on the same host takes it over at once.
+    lease = json.loads(fs.read_bytes(fs.join(model_dir, model_dir_lock.LOCK_FILE)))
+    assert lease["pid"] != os.getpid()
+
+    e = est.Estimator(model_fn, model_dir, config=est.RunConfig(**CONFIG))
+    e.train(_input(data, num_epochs=None), steps=5)
+    assert e.latest_checkpoint() == f"{model_dir}/model.ckpt_{killed_at + 5}"  # resumed
+    assert not fs.exists(fs.join(model_dir, model_dir_lock.LOCK_FILE))
+
+    results = e.evaluate(_input(data, num_epochs=1))
+    assert results["global_step"] == killed_at + 5
+    # Loss at w = 0, b = 0 is mean(y^2) (reference_eval_loss(0)); ≥ 45 SGD steps cut it.
+    assert results["loss"] < reference_eval_loss(0) / 4
+    names = fs.listdir(fs.join(model_dir, "eval"))
+    assert "eval_results.jsonl" in names and any(n.startswith("events.out") for n in names)
+
+    export_dir = e.export_saved_model(fs.join(bucket, "export"), RECEIVER).decode()
+    assert export_dir.startswith(f"{bucket}/export/")
+    predictions = np.array([p["pred"] for p in e.predict(_input(data, num_epochs=1))])
+    loaded = est.export.load(export_dir)
+    assert loaded.global_step == killed_at + 5
+    np.testing.assert_allclose(
+        loaded.signatures["serving_default"](x=X)["pred"], predictions, rtol=1e-6
+    )
+
+    client, server = _serve(fs.join(bucket, "export"))
+    try:
+        status = client.get("/v1/models/m").json()
+        assert status["model_version_status"][0]["version"] == fs.basename(export_dir)
+        answer = client.post("/v1/models/m:predict", json={"inputs": {"x": X[:3].tolist()}})
+        outputs = answer.json()["outputs"]
+        outputs = outputs["pred"] if isinstance(outputs, dict) else outputs
+        np.testing.assert_allclose(outputs, predictions[:3], rtol=1e-6)
+    finally:
+        server.kill()
+        server.wait()
+        server.stderr.close()
+        client.close()
