@@ -434,6 +434,11 @@ class Checkpointer:
             return step_dir(self.model_dir, global_step)  # the same state is on disk already
         variables = {"trainable": state.trainable, "non_trainable": state.non_trainable}
         opt_state = state.opt_state if with_opt_state else None
+        if opt_state is not None and not jax.tree.leaves(opt_state):
+            # A state without arrays (optax.sgd's) is not written: on object storage
+            # orbax cannot find the directory of an item with no files. It is restored
+            # from train_op's own (equally empty) state.
+            opt_state = None
         records = checksums.compute(variables, prefix="variables")
         if opt_state is not None:
             records.update(checksums.compute(opt_state, prefix="opt_state"))
@@ -566,6 +571,12 @@ def _restore(path, where, abstract_state, target, meta, with_opt_state):
             raise _corrupt(path, "variables", err) from None
         _verify(path, "variables", restored, meta)
     opt_state = None
+    if with_opt_state and not jax.tree.leaves(abstract_state.opt_state):
+        return (
+            restored.get("trainable", {}),
+            restored.get("non_trainable", {}),
+            abstract_state.opt_state,  # no arrays: the structure is the value
+        )
     if with_opt_state:
         opt_path = fs.join(where, "opt_state")
         if not fs.isdir(opt_path):

@@ -14,6 +14,8 @@ endpoint to the library. On gs:// orbax writes the checkpoints itself (through
 TensorStore); on s3:// they are staged and published.
 """
 
+import functools
+import http.server
 import json
 import os
 import pathlib
@@ -21,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -90,12 +93,46 @@ def _s3():
 
 
 def _gcs():
-    from gcp_storage_emulator.server import create_server
+    from gcp_storage_emulator import server as emulator
+
+    class Handler(emulator.RequestHandler):
+        """Requests handled one at a time (the emulator's storage is not thread-safe)."""
+
+        lock = threading.Lock()
+
+        def _serialized(method):
+            def run(self):
+                with self.lock:
+                    method(self)
+
+            return run
+
+        do_GET = _serialized(emulator.RequestHandler.do_GET)
+        do_POST = _serialized(emulator.RequestHandler.do_POST)
+        do_PUT = _serialized(emulator.RequestHandler.do_PUT)
+        do_PATCH = _serialized(emulator.RequestHandler.do_PATCH)
+        do_DELETE = _serialized(emulator.RequestHandler.do_DELETE)
+
+    class ThreadedAPI(emulator.APIThread):
+        """The emulator's API on a threading HTTP server: its own is single-threaded, so
+        one client's idle keep-alive connection (TensorStore in the training child) stalls
+        every other client (gcsfs in this process)."""
+
+        def run(self):
+            handler = functools.partial(Handler, self._storage)
+            self._httpd = http.server.ThreadingHTTPServer((self._host, self._port), handler)
+            self._httpd.daemon_threads = True
+            self.is_running.set()
+            self._httpd.serve_forever()
 
     port = _free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
+    server = emulator.create_server("127.0.0.1", port, in_memory=True)
+    server._api = ThreadedAPI("127.0.0.1", port, server._storage, daemon=True)
     server.start()
-    env = {"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}"}
+    # NO_GCE_CHECK: google-auth's switch for machines off Google Compute Engine; without
+    # it, finding no credentials, it pings the metadata server (gcsfs asks it for the
+    # bucket's type), which here never answers.
+    env = {"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}", "NO_GCE_CHECK": "true"}
     return server.stop, env
 
 
@@ -109,6 +146,9 @@ def bucket(request):
             patch.setenv(key, value)
         patch.delenv("TENSORSTORE_GCS_HTTP_URL", raising=False)  # derived by estimator.io.fs
         patch.setenv("GOOGLE_CLOUD_PROJECT", "test")
+        metadata = sys.modules.get("google.auth.compute_engine._metadata")
+        if metadata is not None and "NO_GCE_CHECK" in env:  # read when imported
+            patch.setattr(metadata, "_NO_GCE_CHECK", True)
         _clear_instances()
         url = f"{request.param}://bucket-{uuid.uuid4().hex[:8]}"
         fs.check(url, "bucket")

@@ -333,6 +333,9 @@ def open_file(path, mode: str = "rb") -> IO[Any]:
     filesystem, stripped = _fs(path)
     if "r" in mode:
         _fresh(filesystem, stripped)
+        # fsspec's classic read-ahead cache: files here are read front to back (TFRecords,
+        # JSON). (gcsfs's default background prefetcher stalled when read from a thread.)
+        return filesystem.open(stripped, mode, cache_type="readahead")
     return filesystem.open(stripped, mode)
 
 
