@@ -151,7 +151,7 @@ def test_gcs_clients_follow_one_emulator(monkeypatch):
     monkeypatch.delenv("TENSORSTORE_GCS_HTTP_URL", raising=False)
     fs.check("gs://b/m", "model_dir")
     assert os.environ["TENSORSTORE_GCS_HTTP_URL"] == "http://localhost:9023"
-    assert os.environ["EPATH_USE_TF"] == "false"  # epath lists gs:// without TensorFlow
+    assert os.environ["EPATH_USE_TF"] == "false"  # set on import: epath serves gs:// via fsspec
 
 
 def test_staging_reads_a_local_copy_and_publishes_marker_last(bucket, tmp_path):

@@ -173,30 +173,30 @@ def _input(data: str, **kwargs):
     )
 
 
-def _train_until_killed(model_dir: str, data: str) -> int:
+def _train_until_killed(model_dir: str, data: str, log: pathlib.Path) -> int:
     """Starts the training child, SIGKILLs it once the bucket holds two checkpoints after
-    step 0; returns the newest complete step then."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, model_dir, data],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    step 0; returns the newest complete step then. (The child's output goes to a file: a
+    full pipe would block it.)"""
+    with open(log, "wb") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, model_dir, data], stdout=out, stderr=out
+        )
     deadline = time.monotonic() + 180
     try:
         while len([s for s in ckpt.complete_steps(model_dir) if s > 0]) < 2:
             if child.poll() is not None:
-                raise AssertionError(f"training stopped: {child.stderr.read().decode()[-3000:]}")
-            assert time.monotonic() < deadline, "no checkpoints in the bucket after 180 s"
+                raise AssertionError(f"training stopped: {log.read_text()[-3000:]}")
+            assert time.monotonic() < deadline, f"no checkpoints: {log.read_text()[-3000:]}"
             time.sleep(0.2)
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
-        child.stderr.close()
     return ckpt.complete_steps(model_dir)[-1]
 
 
-def _serve(base_path: str):
+def _serve(base_path: str, log: pathlib.Path):
     port = _free_port()
+    out = open(log, "wb")  # noqa: SIM115 (closed with the server)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -213,8 +213,10 @@ def _serve(base_path: str):
             "--host",
             "127.0.0.1",
         ],
-        stderr=subprocess.PIPE,
+        stdout=out,
+        stderr=out,
     )
+    out.close()
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
     deadline = time.monotonic() + 90
     while True:
@@ -224,17 +226,17 @@ def _serve(base_path: str):
         except httpx.TransportError:
             if server.poll() is not None or time.monotonic() > deadline:
                 server.kill()
-                raise RuntimeError(server.stderr.read().decode()[-3000:]) from None
+                raise RuntimeError(log.read_text()[-3000:]) from None
             time.sleep(0.3)
 
 
-def test_the_lifecycle_on_a_real_server(bucket):
+def test_the_lifecycle_on_a_real_server(bucket, tmp_path):
     data, model_dir = fs.join(bucket, "data"), fs.join(bucket, "model")
     written = est.io.write_examples(fs.join(data, "train"), {"x": X, "y": Y}, num_shards=2)
     assert written == [f"{data}/train-0000{i}-of-00002" for i in range(2)]
     assert fs.glob(fs.join(data, "train-*")) == written
 
-    killed_at = _train_until_killed(model_dir, data)
+    killed_at = _train_until_killed(model_dir, data, tmp_path / "train.log")
     assert killed_at >= 40 and killed_at % 20 == 0  # save_checkpoints_steps=20
     # The killed run left its lease; a run on the same host takes it over at once.
     lease = json.loads(fs.read_bytes(fs.join(model_dir, model_dir_lock.LOCK_FILE)))
@@ -261,7 +263,7 @@ def test_the_lifecycle_on_a_real_server(bucket):
         loaded.signatures["serving_default"](x=X)["pred"], predictions, rtol=1e-6
     )
 
-    client, server = _serve(fs.join(bucket, "export"))
+    client, server = _serve(fs.join(bucket, "export"), tmp_path / "serve.log")
     try:
         status = client.get("/v1/models/m").json()
         assert status["model_version_status"][0]["version"] == fs.basename(export_dir)
@@ -272,5 +274,4 @@ def test_the_lifecycle_on_a_real_server(bucket):
     finally:
         server.kill()
         server.wait()
-        server.stderr.close()
         client.close()

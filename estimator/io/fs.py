@@ -68,6 +68,13 @@ __all__ = [
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
+# orbax lists and renames gs:// checkpoints through etils.epath, which serves gs:// and s3://
+# with TensorFlow's file system whenever TensorFlow is installed (importing it) and with
+# fsspec otherwise; epath decides once per process. Library code never imports TensorFlow,
+# and gcsfs follows the same emulator and credentials as the rest of this package: fsspec,
+# unless the user chose otherwise.
+os.environ.setdefault("EPATH_USE_TF", "false")
+
 #: Protocols whose fsspec implementation lives in a package this project names as an
 #: extra: ``protocol -> (package, extra)``.
 PACKAGES = {
@@ -175,11 +182,9 @@ def _gcs_environment() -> None:
     """Points every gs:// client of the process at one place. orbax writes checkpoints
     through TensorStore (which reads ``TENSORSTORE_GCS_HTTP_URL``) and lists them through
     ``etils.epath`` (which uses TensorFlow's file system when TF is installed), the rest goes
-    through gcsfs (which reads ``STORAGE_EMULATOR_HOST``). Unless set already: TensorStore
-    follows ``STORAGE_EMULATOR_HOST`` too (one emulator for all, never the emulator for some
-    files and Google's servers for others), and epath uses fsspec (library code never
-    imports TensorFlow)."""
-    os.environ.setdefault("EPATH_USE_TF", "false")
+    through gcsfs (which reads ``STORAGE_EMULATOR_HOST``). Unless set already, TensorStore
+    follows ``STORAGE_EMULATOR_HOST`` too: one emulator for all, never the emulator for
+    some files and Google's servers for others."""
     emulator = os.environ.get("STORAGE_EMULATOR_HOST", "")
     if emulator and emulator != "default":
         if not emulator.startswith(("http://", "https://")):
