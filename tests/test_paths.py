@@ -235,3 +235,35 @@ def test_a_failed_export_upload_leaves_nothing(empty_cwd, bucket, monkeypatch, t
     fs.write_bytes(fs.join(path, "functions", "serving_default.jax"), b"garbage")
     with pytest.raises(ValueError, match=rf"{path}"):
         est.export.load(path)
+
+
+def test_compat_gfile_reads_and_writes_urls_and_local_paths(bucket, tmp_path):
+    from estimator.compat.v1 import gfile
+
+    for root in (bucket, str(tmp_path)):
+        d = fs.join(root, "g")
+        gfile.MakeDirs(d)
+        with gfile.GFile(fs.join(d, "a.txt"), "w") as f:
+            f.write("hello")
+        with gfile.GFile(fs.join(d, "a.txt")) as f:
+            assert f.read() == "hello"
+        gfile.Copy(fs.join(d, "a.txt"), fs.join(d, "b.txt"))
+        with pytest.raises(FileExistsError, match="b.txt exists"):
+            gfile.Copy(fs.join(d, "a.txt"), fs.join(d, "b.txt"))
+        gfile.Rename(fs.join(d, "b.txt"), fs.join(d, "c.txt"))
+        assert sorted(gfile.ListDirectory(d)) == ["a.txt", "c.txt"]
+        assert gfile.Glob(fs.join(d, "*.txt")) == [fs.join(d, "a.txt"), fs.join(d, "c.txt")]
+        assert gfile.Exists(fs.join(d, "a.txt")) and gfile.IsDirectory(d)
+        [(top, _, files)] = list(gfile.Walk(d))
+        assert fs.abspath(top) == fs.abspath(d) and sorted(files) == ["a.txt", "c.txt"]
+        gfile.Remove(fs.join(d, "c.txt"))
+        gfile.DeleteRecursively(d)
+        assert not gfile.Exists(d)
+    fs.write_bytes(fs.join(bucket, "s"), b"12345")
+    assert gfile.Stat(fs.join(bucket, "s")).length == 5
+    # Across storages: a rename copies, then deletes.
+    fs.write_bytes(fs.join(bucket, "x"), b"x")
+    gfile.Rename(fs.join(bucket, "x"), str(tmp_path / "x"))
+    assert (tmp_path / "x").read_bytes() == b"x" and not gfile.Exists(fs.join(bucket, "x"))
+    with pytest.raises(ValueError, match="gfile path 'nosuch://b/x' is a nosuch:// URL"):
+        gfile.Exists("nosuch://b/x")

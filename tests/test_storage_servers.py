@@ -174,7 +174,7 @@ def _input(data: str, **kwargs):
 
 
 def _train_until_killed(model_dir: str, data: str, log: pathlib.Path) -> int:
-    """Starts the training child, SIGKILLs it once the bucket holds two checkpoints after
+    """Starts the training child, SIGKILLs it once the bucket holds a checkpoint after
     step 0; returns the newest complete step then. (The child's output goes to a file: a
     full pipe would block it.)"""
     with open(log, "wb") as out:
@@ -183,7 +183,7 @@ def _train_until_killed(model_dir: str, data: str, log: pathlib.Path) -> int:
         )
     deadline = time.monotonic() + 180
     try:
-        while len([s for s in ckpt.complete_steps(model_dir) if s > 0]) < 2:
+        while not [s for s in ckpt.complete_steps(model_dir) if s > 0]:
             if child.poll() is not None:
                 raise AssertionError(f"training stopped: {log.read_text()[-3000:]}")
             assert time.monotonic() < deadline, f"no checkpoints: {log.read_text()[-3000:]}"
@@ -237,7 +237,7 @@ def test_the_lifecycle_on_a_real_server(bucket, tmp_path):
     assert fs.glob(fs.join(data, "train-*")) == written
 
     killed_at = _train_until_killed(model_dir, data, tmp_path / "train.log")
-    assert killed_at >= 40 and killed_at % 20 == 0  # save_checkpoints_steps=20
+    assert killed_at >= 20 and killed_at % 20 == 0  # save_checkpoints_steps=20
     # The killed run left its lease; a run on the same host takes it over at once.
     lease = json.loads(fs.read_bytes(fs.join(model_dir, model_dir_lock.LOCK_FILE)))
     assert lease["pid"] != os.getpid()
@@ -249,7 +249,7 @@ def test_the_lifecycle_on_a_real_server(bucket, tmp_path):
 
     results = e.evaluate(_input(data, num_epochs=1))
     assert results["global_step"] == killed_at + 5
-    # Loss at w = 0, b = 0 is mean(y^2) (reference_eval_loss(0)); ≥ 45 SGD steps cut it.
+    # Loss at w = 0, b = 0 is mean(y^2) (reference_eval_loss(0)); ≥ 25 SGD steps cut it.
     assert results["loss"] < reference_eval_loss(0) / 4
     names = fs.listdir(fs.join(model_dir, "eval"))
     assert "eval_results.jsonl" in names and any(n.startswith("events.out") for n in names)
