@@ -34,6 +34,7 @@ writer was created). The newest checkpoint is never deleted.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import datetime
@@ -401,6 +402,7 @@ class Checkpointer:
                     "cannot share. Use a gs:// model_dir or a file system every process mounts."
                 )
             self._staging = directory = tempfile.mkdtemp(prefix="jax-estimator-staging-")
+            atexit.register(shutil.rmtree, self._staging, True)  # if close() is never called
             self._publisher = staging.Publisher(self._staging, self.model_dir, self._prune)
         policies: list[Any] = [ocm.LatestN(n=keep_checkpoint_max or None)]
         if keep_checkpoint_every_n_hours:

@@ -9,6 +9,7 @@ replaces the object with a longer one)."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import logging
@@ -63,9 +64,10 @@ class EventWriter:
         from tensorboardX.event_file_writer import EventsWriter
 
         self.logdir = fs.as_str(logdir)
-        self._staging = (
-            tempfile.mkdtemp(prefix="jax-estimator-events-") if fs.is_url(logdir) else None
-        )
+        self._staging = None
+        if fs.is_url(logdir):
+            self._staging = tempfile.mkdtemp(prefix="jax-estimator-events-")
+            atexit.register(shutil.rmtree, self._staging, True)  # writers live as long
         local = self._staging or self.logdir
         os.makedirs(local, exist_ok=True)
         suffix = f".{os.getpid()}.{next(self._count)}"
