@@ -436,10 +436,10 @@ class Checkpointer:
             return step_dir(self.model_dir, global_step)  # the same state is on disk already
         variables = {"trainable": state.trainable, "non_trainable": state.non_trainable}
         opt_state = state.opt_state if with_opt_state else None
-        if opt_state is not None and not jax.tree.leaves(opt_state):
-            # A state without arrays (optax.sgd's) is not written: on object storage
-            # orbax cannot find the directory of an item with no files. It is restored
-            # from train_op's own (equally empty) state.
+        if opt_state is not None and not jax.tree.leaves(opt_state) and fs.is_url(self.model_dir):
+            # On object storage a state without arrays (optax.sgd's) is not written: orbax
+            # cannot find the directory of an item with no files there. It is restored from
+            # train_op's own (equally empty) state.
             opt_state = None
         records = checksums.compute(variables, prefix="variables")
         if opt_state is not None:
@@ -573,7 +573,11 @@ def _restore(path, where, abstract_state, target, meta, with_opt_state):
             raise _corrupt(path, "variables", err) from None
         _verify(path, "variables", restored, meta)
     opt_state = None
-    if with_opt_state and not jax.tree.leaves(abstract_state.opt_state):
+    if (
+        with_opt_state
+        and not jax.tree.leaves(abstract_state.opt_state)
+        and not fs.isdir(fs.join(where, "opt_state"))
+    ):
         return (
             restored.get("trainable", {}),
             restored.get("non_trainable", {}),
