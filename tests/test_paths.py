@@ -267,3 +267,29 @@ def test_compat_gfile_reads_and_writes_urls_and_local_paths(bucket, tmp_path):
     assert (tmp_path / "x").read_bytes() == b"x" and not gfile.Exists(fs.join(bucket, "x"))
     with pytest.raises(ValueError, match="gfile path 'nosuch://b/x' is a nosuch:// URL"):
         gfile.Exists("nosuch://b/x")
+
+
+def test_tfrecords_in_an_object_store_appear_whole_or_not_at_all(bucket):
+    from estimator.io import tfrecord
+
+    records = [f"record {i}".encode() for i in range(50)]
+    for compression in ("", "GZIP"):
+        path = fs.join(bucket, f"data/part-{compression or 'raw'}.tfrecord")
+        with tfrecord.TFRecordWriter(path, compression) as writer:
+            for record in records:
+                writer.write(record)
+        assert list(tfrecord.read_records(path, compression)) == records
+    assert tfrecord.list_files(fs.join(bucket, "data", "part-*")) == [
+        fs.join(bucket, "data", "part-GZIP.tfrecord"),
+        fs.join(bucket, "data", "part-raw.tfrecord"),
+    ]
+    # A write that fails uploads nothing (the file is uploaded in one request on close).
+    with pytest.raises(RuntimeError, match="producer failed"):
+        with tfrecord.TFRecordWriter(fs.join(bucket, "data/failed.tfrecord")) as writer:
+            writer.write(b"x")
+            raise RuntimeError("producer failed")
+    assert not fs.exists(fs.join(bucket, "data/failed.tfrecord"))
+    # A damaged object is named by its URL and byte offset.
+    fs.write_bytes(fs.join(bucket, "data/bad.tfrecord"), b"\x05" + b"\x00" * 20)
+    with pytest.raises(tfrecord.CorruptRecordError, match=rf"{bucket}/data/bad.tfrecord: corrupt"):
+        list(tfrecord.read_records(fs.join(bucket, "data/bad.tfrecord")))

@@ -37,6 +37,7 @@ Synopsis::
 """
 
 from estimator.io import checksums as checksums
+from estimator.io import fs as fs
 from estimator.io import paths as paths
 from estimator.io import protos as protos
 from estimator.io import tfrecord as tfrecord
@@ -65,6 +66,7 @@ from estimator.io.tfrecord import read_records as read_records
 __all__ = [
     "checksums",
     "CorruptRecordError",
+    "fs",
     "TFRecordOptions",
     "TFRecordWriter",
     "list_files",
