@@ -17,6 +17,10 @@ defaults differ from the TF 2 ones ``canned`` implements:
 
 A ``tf.train.*Optimizer`` instance (or a callable returning one) is accepted wherever TF 1
 takes one; an optax transformation passes through.
+
+Their heads name their values for hooks as TF 1's heads do (``linear/head/truediv``, the
+average loss; ``linear/head/weighted_loss/Sum``, the loss; ``dnn/head/...``; ``head/...``
+for wide & deep and baseline; see ``canned.head._graph_names``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from canned.head import MultiHead as MultiHead
 from canned.head import MultiLabelHead as MultiLabelHead
 from canned.head import PoissonRegressionHead as PoissonRegressionHead
 from canned.head import RegressionHead as RegressionHead
+from canned.head import _graph_names
 from canned.head.keys import Reduction as _HeadReduction
 from canned.linear import LinearClassifier as _LinearClassifier
 from canned.linear import LinearEstimator as LinearEstimator
@@ -155,6 +160,13 @@ def _combined(linear_optimizer, linear_feature_columns, dnn_optimizer) -> dict:
 
 _SUM = _losses.Reduction.SUM
 
+# The names TF 1's heads give their values, by estimator (``canned.head._graph_names``).
+_TF1_LINEAR = _graph_names.tf1(
+    "linear", logits="linear/linear_model/linear_model/linear_model/weighted_sum"
+)
+_TF1_DNN = _graph_names.tf1("dnn")
+_TF1_ROOT = _graph_names.tf1(None)
+
 
 class LinearClassifier(_LinearClassifier):
     """``tf.compat.v1.estimator.LinearClassifier`` (TF 1 defaults: Ftrl at 0.2, SUM)."""
@@ -166,6 +178,7 @@ class LinearClassifier(_LinearClassifier):
     ) -> None:  # fmt: skip
         optimizer = _linear_optimizer(optimizer, feature_columns)
         super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
+        self._head.graph_names = _TF1_LINEAR
 
 
 class LinearRegressor(_LinearRegressor):
@@ -178,6 +191,7 @@ class LinearRegressor(_LinearRegressor):
     ) -> None:  # fmt: skip
         optimizer = _linear_optimizer(optimizer, feature_columns)
         super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
+        self._head.graph_names = _TF1_LINEAR
 
 
 class DNNClassifier(_DNNClassifier):
@@ -191,6 +205,7 @@ class DNNClassifier(_DNNClassifier):
     ) -> None:  # fmt: skip
         optimizer = optimizer_transform(optimizer, 0.05)
         super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
+        self._head.graph_names = _TF1_DNN
 
 
 class DNNRegressor(_DNNRegressor):
@@ -204,6 +219,7 @@ class DNNRegressor(_DNNRegressor):
     ) -> None:  # fmt: skip
         optimizer = optimizer_transform(optimizer, 0.05)
         super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
+        self._head.graph_names = _TF1_DNN
 
 
 class DNNLinearCombinedClassifier(_DNNLinearCombinedClassifier):
@@ -220,6 +236,7 @@ class DNNLinearCombinedClassifier(_DNNLinearCombinedClassifier):
     ) -> None:  # fmt: skip
         optimizers = _combined(linear_optimizer, linear_feature_columns, dnn_optimizer)
         super().__init__(**_v1_kwargs(locals(), optimizers))
+        self._head.graph_names = _TF1_ROOT
 
 
 class DNNLinearCombinedRegressor(_DNNLinearCombinedRegressor):
@@ -235,6 +252,7 @@ class DNNLinearCombinedRegressor(_DNNLinearCombinedRegressor):
     ) -> None:  # fmt: skip
         optimizers = _combined(linear_optimizer, linear_feature_columns, dnn_optimizer)
         super().__init__(**_v1_kwargs(locals(), optimizers))
+        self._head.graph_names = _TF1_ROOT
 
 
 class BaselineClassifier(_BaselineClassifier):
@@ -246,6 +264,7 @@ class BaselineClassifier(_BaselineClassifier):
     ) -> None:  # fmt: skip
         optimizer = optimizer_transform(optimizer, 0.3)
         super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
+        self._head.graph_names = _TF1_ROOT
 
 
 class BaselineRegressor(_BaselineRegressor):
@@ -257,6 +276,7 @@ class BaselineRegressor(_BaselineRegressor):
     ) -> None:  # fmt: skip
         optimizer = optimizer_transform(optimizer, 0.3)
         super().__init__(**_v1_kwargs(locals(), {"optimizer": optimizer}))
+        self._head.graph_names = _TF1_ROOT
 
 
 class _FeatureColumns(types.ModuleType):

@@ -47,6 +47,7 @@ class _Baseline(est.Estimator):
             )
             batch_size = features[_BATCH].shape[0]
             logits = jnp.broadcast_to(bias, (batch_size, head.logits_dimension))
+            est.identity(logits, "baseline/Mul")  # TF's graph name (for hooks)
             train_op = None
             if mode == est.ModeKeys.TRAIN:
                 train_op = get_optimizer_instance(optimizer, learning_rate=_LEARNING_RATE)

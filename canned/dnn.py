@@ -83,7 +83,10 @@ def dnn_logits(
                     name=f"{name}/batchnorm_{i}",
                 )
             layer_summary(net, name)
-        logits = est.layers.dense(net, units, name="logits")
+        # Under a mixed dtype policy (RunConfig(dtype_policy=...)) the tower computes in
+        # bfloat16/float16; the head's loss and metrics take float32 logits.
+        logits = est.layers.dense(net, units, name="logits").astype(jnp.float32)
+        est.identity(logits, "logits/BiasAdd")  # TF's graph name (for hooks)
         layer_summary(logits, "logits")
     return logits
 

@@ -26,6 +26,7 @@ from canned._base import (
 )
 from canned.dnn import check_hidden_units, dnn_logits, layer_summary
 from canned.head.keys import Reduction
+from canned.linear import LOGITS_NAME as LINEAR_LOGITS_NAME
 from canned.optimizers import get_optimizer_instance
 
 __all__ = [
@@ -105,13 +106,14 @@ class _DNNLinearCombined(est.Estimator):
                         units=head.logits_dimension,
                         sparse_combiner=linear_sparse_combiner,
                     )
+                    est.identity(linear, LINEAR_LOGITS_NAME)  # TF 2.15's graph names
                 layer_summary(linear, "linear")
                 parts.append(linear)
                 if training:
                     transforms["linear"] = get_optimizer_instance(
                         linear_optimizer, learning_rate=linear_rate
                     )
-            logits = parts[0] if len(parts) == 1 else parts[0] + parts[1]
+            logits = parts[0] if len(parts) == 1 else est.identity(parts[0] + parts[1], "add")
             train_op = est.train_op_by_scope(transforms) if training else None
             return head.create_estimator_spec(
                 features=features, mode=mode, logits=logits, labels=labels, optimizer=train_op

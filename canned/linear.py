@@ -34,6 +34,8 @@ from canned.sdca._linear import LinearSDCA, SDCAHostTransform, loss_type_of, sdc
 __all__ = ["LinearClassifier", "LinearEstimator", "LinearRegressor"]
 
 _LEARNING_RATE = 0.2
+#: The logits' name in TF 2.15's graph under the ``linear`` scope (``canned.head._graph_names``).
+LOGITS_NAME = "linear_model/linear/linear_model/linear/linear_model/weighted_sum"
 _SPARSE_COMBINERS = ("mean", "sqrtn", "sum")
 
 
@@ -54,6 +56,7 @@ def _model_fn_for(head, columns: tuple, optimizer, sparse_combiner: str, weight_
                 units=head.logits_dimension,
                 sparse_combiner=sparse_combiner,
             )
+            est.identity(logits, LOGITS_NAME)  # TF 2.15's graph name (for hooks)
         train_op = None
         if mode == est.ModeKeys.TRAIN:
             train_op = get_optimizer_instance(optimizer, learning_rate=_LEARNING_RATE)

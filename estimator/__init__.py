@@ -21,6 +21,7 @@ from estimator import inputs as inputs
 from estimator import io as io
 from estimator import layers as layers
 from estimator import metrics as metrics
+from estimator import modules as modules
 from estimator import preprocessing as preprocessing
 from estimator import summary as summary
 from estimator.checkpoint import Checkpointer as Checkpointer
@@ -91,6 +92,7 @@ __all__ = [
     "io",
     "layers",
     "metrics",
+    "modules",
     "preprocessing",
     "summary",
     "Checkpointer",

@@ -549,6 +549,18 @@ def placement(mesh) -> Callable:
     return place
 
 
+def _resolve_deferred(result):
+    """``result`` as an input: when it holds a value that stands for the elements of a
+    dataset (``estimator.compat``'s ``iterator.get_next()``, a leaf with
+    ``__input_source__``), that value's source of such results, else ``result``."""
+    if hasattr(result, "as_numpy_iterator"):
+        return result
+    for leaf in jax.tree.leaves(result, is_leaf=lambda x: hasattr(x, "__input_source__")):
+        if hasattr(leaf, "__input_source__"):
+            return leaf.__input_source__(result)
+    return result
+
+
 def batch_pipeline(
     result, mode: str, transform, place: Callable, pad: Callable | None = None
 ) -> Prefetcher:
@@ -566,6 +578,7 @@ def batch_pipeline(
     Yields ``(features, labels)``, or ``(features,)`` in PREDICT mode (labels dropped).
     """
     predict = mode == "infer"
+    result = _resolve_deferred(result)
 
     def transformed(element, transform=transform):  # may run later (``Batches.warm``)
         features, labels = _split(element)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 
 from estimator import convolution
 from estimator import initializers as init
+from estimator.model import dtype_policy
 from estimator.model.rows import lookup_rows
 from estimator.model.variables import (
     _frame,
@@ -118,17 +119,19 @@ def _kernel_layer(scope, kernel_shape, dtype, apply, activation, use_bias, kerne
                   bias_initializer, kernel_regularizer, bias_regularizer, activity_regularizer,
                   kernel_constraint, bias_constraint, trainable) -> jax.Array:  # fmt: skip
     """``activation(apply(kernel) + bias)`` with TF's ``<scope>/kernel`` and ``<scope>/bias``
-    (the bias as the kernel's last dimension; glorot-uniform and zero defaults)."""
+    (the bias as the kernel's last dimension; glorot-uniform and zero defaults). Under a
+    mixed dtype policy the variables are float32 and ``apply`` gets the kernel in the
+    compute dtype (``estimator.model.dtype_policy``)."""
     with variable_scope(scope):
         kernel = get_variable(
             "kernel",
             kernel_shape,
-            dtype,
+            dtype_policy.variable_dtype(dtype),
             kernel_initializer or init.glorot_uniform_initializer(),
             kernel_regularizer,
             trainable,
         )
-        outputs = apply(_constrained(kernel, kernel_constraint))
+        outputs = apply(dtype_policy.autocast(_constrained(kernel, kernel_constraint)))
         if use_bias:
             bias = get_variable(
                 "bias",
@@ -138,7 +141,7 @@ def _kernel_layer(scope, kernel_shape, dtype, apply, activation, use_bias, kerne
                 bias_regularizer,
                 trainable,
             )
-            outputs = outputs + _constrained(bias, bias_constraint)
+            outputs = outputs + dtype_policy.autocast(_constrained(bias, bias_constraint))
     if activation is not None:
         outputs = activation(outputs)
     _activity(activity_regularizer, outputs)
@@ -233,6 +236,12 @@ def batch_normalization(
     axis = axis % inputs.ndim
     size = inputs.shape[axis]
     dtype = inputs.dtype if jnp.issubdtype(inputs.dtype, jnp.floating) else jnp.float32
+    # Mixed precision: statistics and variables in float32, output in the compute dtype
+    # (Keras' BatchNormalization does the same).
+    output_dtype = dtype_policy.compute_dtype()
+    if output_dtype is not None:
+        dtype = dtype_policy.variable_dtype(dtype)
+        inputs = inputs.astype(dtype)
     # Keras' BatchNormalization V1: fused when the rank is 4 or 5, the channel axis first or
     # last, and the dtype one the fused kernel supports.
     fused = (
@@ -305,7 +314,7 @@ def batch_normalization(
         outputs = outputs * gamma.reshape(bshape)
     if beta is not None:
         outputs = outputs + beta.reshape(bshape)
-    return outputs
+    return outputs if output_dtype is None else outputs.astype(output_dtype)
 
 
 def _tuple(value, n: int, what: str) -> tuple[int, ...]:
@@ -597,4 +606,4 @@ def embedding_lookup(
     if max_norm is not None:
         norms = jnp.linalg.norm(rows, axis=-1, keepdims=True)
         rows = rows * jnp.minimum(1.0, max_norm / jnp.maximum(norms, 1e-12))
-    return rows
+    return dtype_policy.autocast(rows)  # rows, not the table: sparse updates still apply

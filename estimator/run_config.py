@@ -23,6 +23,7 @@ import jax
 from estimator import platform
 from estimator.inputs import fn_args
 from estimator.io import fs
+from estimator.model import dtype_policy as _dtype_policy
 
 __all__ = ["RunConfig", "TaskType"]
 
@@ -58,6 +59,7 @@ _EXTRA_REPLACEABLE = [
     "compilation_cache_dir",
     "variable_partitions",
     "restore_fallback",
+    "dtype_policy",
 ]
 
 _SAVE_CKPT_ERR = "`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set."
@@ -301,6 +303,13 @@ class RunConfig:
         resumes from the newest intact one. False (the default, as TF) raises
         ``estimator.checkpoint.DataLossError``. The chief checks the checkpoint it resumes
         from before training (one more read of it).
+      dtype_policy: keyword-only; mixed precision like Keras 3's ``dtype_policy``:
+        ``"float32"`` (default), ``"mixed_bfloat16"`` or ``"mixed_float16"`` (or a
+        ``DTypePolicy``, or a ``keras.DTypePolicy`` of those names). Variables stay float32
+        (checkpoints, exports); ``est.layers``, ``estimator.modules`` and the canned DNN
+        towers compute in the lower precision; the loss is float32, and ``mixed_float16``
+        scales it dynamically (see ``estimator.model.dtype_policy``). Read back as a
+        ``DTypePolicy``.
 
     Raises:
       ValueError: TF's messages for invalid values (e.g. "save_summary_steps should be >=
@@ -334,6 +343,7 @@ class RunConfig:
         compilation_cache_dir: str | None = _USE_DEFAULT,
         variable_partitions: dict | None = None,
         restore_fallback: bool = False,
+        dtype_policy: Any = None,
     ) -> None:
         if save_checkpoints_steps is _USE_DEFAULT and save_checkpoints_secs is _USE_DEFAULT:
             save_checkpoints_steps, save_checkpoints_secs = None, 600
@@ -378,6 +388,7 @@ class RunConfig:
             else compilation_cache_dir,
             variable_partitions=variable_partitions,
             restore_fallback=bool(restore_fallback),
+            dtype_policy=_dtype_policy.get(dtype_policy),
         )
         for key, value in values.items():
             object.__setattr__(self, "_" + key, value)
@@ -474,6 +485,8 @@ class RunConfig:
                 )
         if "random_seed" in kwargs:
             kwargs["tf_random_seed"] = kwargs.pop("random_seed")
+        if "dtype_policy" in kwargs:
+            kwargs["dtype_policy"] = _dtype_policy.get(kwargs["dtype_policy"])
         # TF deep-copies: a subclass, overridden task properties and an evaluator's cluster
         # survive (TF_CONFIG is not read again). Devices are not copied: the mesh is shared.
         new = copy.deepcopy(self, {id(self._mesh): self._mesh})
@@ -536,6 +549,7 @@ class RunConfig:
     compilation_cache_dir = property(lambda self: self._compilation_cache_dir)
     variable_partitions = property(lambda self: self._variable_partitions)
     restore_fallback = property(lambda self: self._restore_fallback)
+    dtype_policy = property(lambda self: self._dtype_policy)
     cluster_spec = property(lambda self: self._cluster_spec)
     task_type = property(lambda self: self._task_type)
     task_id = property(lambda self: self._task_id)

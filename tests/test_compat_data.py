@@ -151,8 +151,6 @@ def test_dataset_argument_errors_and_unsupported_ops():
         tf.data.Dataset.range(3).shuffle(tf.data.experimental.AUTOTUNE)
     with pytest.raises(ValueError, match="first dimensions .* must agree|must agree"):
         tf.data.Dataset.from_tensor_slices((np.zeros(3), np.zeros(4)))
-    with pytest.raises(tf.UnsupportedSymbolError, match="Return the dataset itself from input_fn"):
-        tf.data.Dataset.range(3).make_one_shot_iterator()
     with pytest.raises(ValueError, match="No files matched pattern: x.tfrecord"):
         list(tf.data.TFRecordDataset("x.tfrecord"))  # TF: NotFoundError when read
 
@@ -182,6 +180,60 @@ def test_an_estimator_trains_and_counts_every_example_from_a_dataset(tmp_path):
     estimator.train(lambda: input_fn(True), steps=200)
     np.testing.assert_allclose(estimator.get_variable_value("w"), [[2.0]], rtol=1e-3)
     assert len(list(estimator.predict(lambda: input_fn(False)))) == 10  # 4 + 4 + 2
+
+
+def _linear_model_fn(features, labels, mode):
+    w = tf.get_variable("w", [1, 1], initializer=tf.zeros_initializer())
+    pred = tf.squeeze(tf.matmul(features["x"], w), 1)
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode, predictions=pred)
+    loss = tf.losses.mean_squared_error(labels, pred)
+    n = tf.metrics.mean(tf.ones_like(pred), weights=tf.ones_like(pred))
+    train_op = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+    return tf.estimator.EstimatorSpec(
+        mode, loss=loss, train_op=train_op, eval_metric_ops={"n": n}, predictions=pred
+    )
+
+
+def test_input_fns_ending_in_tf1_iterators_feed_the_estimator(tmp_path):
+    # Issue 34, F5: TF 1 input_fns end in make_one_shot_iterator().get_next().
+    x = np.arange(10, dtype=np.float32)[:, None]
+
+    def one_shot():  # the element itself
+        dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, 2.0 * x[:, 0]))
+        return dataset.shuffle(10).repeat().batch(4).make_one_shot_iterator().get_next()
+
+    def unpacked():  # features and labels unpacked and rebuilt
+        dataset = tf.data.Dataset.from_tensor_slices((x, 2.0 * x[:, 0])).batch(4)
+        xs, ys = tf.data.make_one_shot_iterator(dataset).get_next()
+        return {"x": xs}, ys
+
+    def initializable():
+        dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, 2.0 * x[:, 0])).batch(4)
+        iterator = dataset.make_initializable_iterator()
+        tf.add_to_collection(tf.GraphKeys.TABLE_INITIALIZERS, iterator.initializer)
+        features, labels = iterator.get_next()
+        return features, labels
+
+    estimator = tf.estimator.Estimator(_linear_model_fn, str(tmp_path))
+    estimator.train(one_shot, steps=200)
+    np.testing.assert_allclose(estimator.get_variable_value("w"), [[2.0]], rtol=1e-3)
+    assert estimator.evaluate(unpacked)["n"] == 1.0
+    assert estimator.evaluate(initializable)["n"] == 1.0
+    assert len(list(estimator.predict(unpacked))) == 10  # every example once: 4 + 4 + 2
+
+
+def test_iterator_values_say_what_to_do_instead():
+    dataset = tf.data.Dataset.from_tensor_slices(({"x": np.zeros(4)}, np.zeros(4))).batch(2)
+    features, labels = dataset.make_one_shot_iterator().get_next()
+    with pytest.raises(TypeError, match="not an array inside input_fn.*Dataset.map"):
+        labels * 2  # noqa: B018
+    other = tf.data.Dataset.range(3).make_one_shot_iterator().get_next()
+    with pytest.raises(ValueError, match="two different iterators"):
+        est.inputs.batch_pipeline((features, other), "train", None, lambda b: b)
+    empty = tf.data.Dataset.range(3).filter(lambda v: v > 5)
+    with pytest.raises(ValueError, match="get_next\\(\\) on an empty dataset"):
+        empty.make_one_shot_iterator().get_next()
 
 
 def test_the_estimator_still_reads_any_as_numpy_iterator_dataset(tmp_path):

@@ -146,17 +146,17 @@ def test_every_tf_name_is_provided_or_refused_with_a_hint(namespace):
             assert f"tf.{namespace}.{name} is not supported" in str(error)
     assert provided  # and the counts below say how much
     minimum = {
-        "estimator": 52,
+        "estimator": 57,
         "estimator.export": 9,
-        "estimator.inputs": 1,
+        "estimator.inputs": 2,
         "estimator.experimental": 9,
         "losses": 17,
         "metrics": 15,
         "layers": 20,
         "summary": 5,
-        "data": 4,
+        "data": 8,
         "feature_column": 13,
-        "train": 41,
+        "train": 43,
     }
     assert len(provided) >= minimum[namespace], (namespace, sorted(provided))
 
@@ -168,7 +168,7 @@ def test_unsupported_symbols_name_the_replacement():
         tf.Session()
     with pytest.raises(NotImplementedError, match="tf.train.Saver .* Checkpoints are written"):
         tf.train.Saver()
-    with pytest.raises(AttributeError, match=r"tf\.keras is not supported.*tf\.layers"):
+    with pytest.raises(AttributeError, match=r"tf\.keras\.layers is not supported.*tf\.layers"):
         tf.keras.layers  # noqa: B018
     with pytest.raises(tf.UnsupportedSymbolError, match="jax.lax.while_loop"):
         tf.while_loop  # noqa: B018
@@ -230,7 +230,8 @@ def test_check_command_lists_symbols_and_coverage(tmp_path, capsys):
     assert "ok       tf.estimator.EstimatorSpec" in out  # through `from ... import estimator`
     assert "MISSING  tf.Session" in out and "no graph or session" in out
     assert "MISSING  tf.train.ExponentialMovingAverage" in out and "optax.ema" in out
-    assert "8 TF symbols, 6 covered, 2 missing." in out
+    assert "ok       tf.data.Dataset.shuffle" in out  # methods on datasets count too
+    assert "10 TF symbols, 8 covered, 2 missing." in out
 
     good = tmp_path / "good.py"
     good.write_text("import tensorflow.compat.v1 as tf\nx = tf.nn.relu(tf.ones([2]))\n")
@@ -285,3 +286,55 @@ def test_tf1_canned_defaults_match_tf(tmp_path):
     )
     np.testing.assert_allclose(weights, [[-0.2987748980522156]], rtol=1e-5)
     np.testing.assert_allclose(bias, [0.17013688385486603], rtol=1e-5)
+
+
+def test_tf_compat_v1_spelled_inside_the_v1_namespace():
+    # TF 2 code written as tf.compat.v1.X with `import estimator.compat.v1 as tf` (issue 34,
+    # F1): tf.compat.v1 is the namespace itself, in programs and in the checker.
+    assert tf.compat.v1 is tf
+    assert tf.compat.v1.layers.dense is tf.layers.dense
+    assert tf.compat.v1.estimator.RunConfig is tf.estimator.RunConfig
+    with pytest.raises(tf.UnsupportedSymbolError, match="tf.compat.v2 is not supported"):
+        tf.compat.v2  # noqa: B018
+    symbols = check.scan_source(
+        "import estimator.compat.v1 as tf\ntf.compat.v1.train.AdamOptimizer(0.1)\n"
+    )
+    assert [(s.name, check.resolve(s.path)[0]) for s in symbols] == [
+        ("tf.compat.v1.train.AdamOptimizer", True)
+    ]
+
+
+def test_check_follows_datasets_and_iterators_through_variables(tmp_path, capsys):
+    # Issue 34, F5: methods on dataset values are symbols too (before: not listed at all).
+    path = tmp_path / "input.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import tensorflow as tf
+            def input_fn(path):
+                ds = tf.data.TextLineDataset(path).skip(1)
+                ds = ds.map(lambda line: tf.decode_csv(line, [[0.0], [""]]))
+                ds = ds.padded_batch(4, [])
+                it = ds.make_initializable_iterator()
+                return it.get_next()
+            def other():
+                ds = tf.data.Dataset.from_tensor_slices([1]).shuffle(3).batch(2)
+                return ds.make_one_shot_iterator().get_next(), {}.items()
+            """
+        )
+    )
+    assert check.main([str(path)]) == 1
+    out = capsys.readouterr().out
+    for symbol in (
+        "tf.data.Dataset.skip",
+        "tf.data.Dataset.map",
+        "tf.data.Dataset.make_initializable_iterator",
+        "tf.data.Dataset.shuffle",
+        "tf.data.Dataset.batch",
+        "tf.data.Dataset.make_one_shot_iterator",
+        "tf.data.Iterator.get_next",
+    ):
+        assert f"ok       {symbol} " in out, symbol
+    assert "MISSING  tf.data.Dataset.padded_batch" in out
+    assert "items" not in out  # methods of other values are not TF symbols
+    assert out.endswith("11 TF symbols, 10 covered, 1 missing.\n")

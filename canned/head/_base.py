@@ -26,6 +26,10 @@ What differs from TF under JAX:
   ``trainable_variables`` (optional) names the variables to train; ``update_ops`` is
   accepted for TF compatibility (``estimator.assign`` updates always apply in TRAIN mode).
 * ``weight_column`` is the key of a numeric feature (TF also takes a ``NumericColumn``).
+* Inside ``model_fn`` the head names its labels, losses and predictions as TF 2.15's graph
+  does (``head/losses/weighted_loss/value``, ``head/predictions/probabilities``, ...), so a
+  ``LoggingTensorHook`` can fetch them by those names; ``graph_names`` says where
+  (``canned.head._graph_names``; TF 1's estimators use TF 1's names).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
-from canned.head import _checks
+from canned.head import _checks, _graph_names
 from canned.head._checks import VALIDATION_ERROR_MSG, regularization_total
 from canned.head.keys import MetricKeys
 from estimator import metrics
@@ -133,6 +137,11 @@ class Head(abc.ABC):
 
     _allow_per_logit_weights = False  # weights [B, label_dimension] allowed (regression)
     _label_dimension = 1  # last dimension of the processed labels and unreduced loss
+    _per_example_loss_name: str | None = None  # its name in TF's graph (``_graph_names``)
+
+    #: Where the head's values are named for hooks inside ``model_fn`` (TF 2.15's heads'
+    #: names by default; TF 1's canned estimators set TF 1's, see ``_graph_names``).
+    graph_names: _graph_names.GraphNames = _graph_names.TF2
 
     def __init__(
         self,
@@ -256,12 +265,28 @@ class Head(abc.ABC):
             (for concrete inputs) labels out of range.
         """
         del mode
+        loss = self._named_loss(labels, logits, features, name=False)
+        if regularization_losses is not None:
+            loss = loss + regularization_total(regularization_losses)
+        return loss
+
+    def _named_loss(self, labels, logits, features, *, name: bool) -> jax.Array:
+        """The reduced loss before regularization; with ``name``, its parts are named for
+        hooks (``graph_names``)."""
         logits = _checks.check_logits_final_dim(logits, self.logits_dimension)
         labels = self._processed_labels(logits, labels)
         unweighted, weights = self._unweighted_loss_and_weights(logits, labels, features)
         loss = _checks.reduce_weighted_loss(unweighted, weights, self._loss_reduction)
-        if regularization_losses is not None:
-            loss = loss + regularization_total(regularization_losses)
+        if name:
+            _graph_names.name_losses(
+                self.graph_names,
+                per_example=None if self._loss_fn else self._per_example_loss_name,
+                labels=labels,
+                unweighted=unweighted,
+                weights=weights,
+                loss=loss,
+                reduction=self._loss_reduction,
+            )
         return loss
 
     def _mean_loss_metrics(
@@ -352,19 +377,25 @@ class Head(abc.ABC):
                 f"ModeKeys.PREDICT ('infer'); got {mode!r}."
             )
         predictions = self.predictions(logits)
+        _graph_names.name_predictions(self.graph_names, logits, predictions)
         if mode == ModeKeys.PREDICT:
             return EstimatorSpec(
                 mode=mode,
                 predictions=predictions,
                 export_outputs=self._export_outputs(predictions),
             )
-        loss = self.loss(
-            labels,
-            logits,
-            features=features,
-            mode=mode,
-            regularization_losses=regularization_losses,
-        )
+        if type(self).loss is Head.loss:  # the head's own loss: name its parts for hooks
+            loss = self._named_loss(labels, logits, features, name=True)
+            if regularization_losses is not None:
+                loss = loss + regularization_total(regularization_losses)
+        else:
+            loss = self.loss(
+                labels,
+                logits,
+                features=features,
+                mode=mode,
+                regularization_losses=regularization_losses,
+            )
         if mode == ModeKeys.EVAL:
             return EstimatorSpec(
                 mode=mode,

@@ -179,6 +179,9 @@ class BinaryClassHead(_base.Head):
         # the loss is NaN and the Estimator's NaN guard reports it (as for MultiClassHead).
         return jnp.where((labels >= 0) & (labels <= 1), labels, jnp.nan)
 
+    # The per-example loss's name in TF's graph (``_graph_names``).
+    _per_example_loss_name = "logistic_loss"
+
     def _default_unweighted_loss(self, labels: jax.Array, logits: jax.Array) -> jax.Array:
         return sigmoid_cross_entropy_with_logits(labels, logits)
 

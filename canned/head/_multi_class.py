@@ -178,6 +178,9 @@ class MultiClassHead(_base.Head):
             )
         return _checks.check_label_range(labels, self._n_classes)
 
+    # The per-example loss's name in TF's graph (``_graph_names``).
+    _per_example_loss_name = "sparse_softmax_cross_entropy_loss/xentropy/xentropy"
+
     def _default_unweighted_loss(self, labels: jax.Array, logits: jax.Array) -> jax.Array:
         return sparse_softmax_cross_entropy(labels, logits)
 

@@ -121,6 +121,9 @@ class RegressionHead(_base.Head):
         )
         return labels.astype(jnp.float32)
 
+    # The per-example loss's name in TF's graph (``_graph_names``).
+    _per_example_loss_name = "mean_squared_error/SquaredDifference"
+
     def _default_unweighted_loss(self, labels: jax.Array, logits: jax.Array) -> jax.Array:
         return jnp.square(labels - logits)  # tf.compat.v1.losses.mean_squared_error, NONE
 

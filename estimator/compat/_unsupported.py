@@ -41,10 +41,6 @@ HINTS: dict[str, str] = {
         "Metrics keep no local variables: tf.metrics.* return streaming metrics that the "
         "Estimator merges over the evaluation."
     ),
-    "tf.tables_initializer": (
-        "Lookup tables run on the host: use feature columns (tf.feature_column.*), whose "
-        "vocabularies are applied in the input pipeline."
-    ),
     "tf.Variable": (
         "Create variables with tf.get_variable(name, shape, initializer=...) inside model_fn "
         "(estimator.get_variable); their values live in the Estimator's state."
@@ -62,17 +58,12 @@ HINTS: dict[str, str] = {
         "keep_checkpoint_max) with orbax; read one with estimator.Checkpointer or "
         "Estimator.get_variable_value."
     ),
-    "tf.train.Scaffold": "Leave scaffold=None: initialisation and saving belong to the Estimator.",
     "tf.train.MonitoredTrainingSession": _NO_SESSION + " Use Estimator.train with hooks.",
     "tf.train.MonitoredSession": _NO_SESSION + " Use Estimator.train with hooks.",
     "tf.train.ExponentialMovingAverage": (
         "Keep an average as a non-trainable variable: avg = tf.get_variable(..., "
         "trainable=False); tf.assign(avg, decay * avg + (1 - decay) * value); or use "
         "optax.ema around the optimizer."
-    ),
-    "tf.train.init_from_checkpoint": (
-        "Use warm_start_from=tf.estimator.WarmStartSettings(ckpt_to_initialize_from, "
-        "vars_to_warm_start, var_name_to_prev_var_name) on the Estimator."
     ),
     "tf.train.SyncReplicasOptimizer": (
         "Training is synchronous on a jax mesh already (RunConfig, TF_CONFIG); use the "
@@ -83,39 +74,25 @@ HINTS: dict[str, str] = {
         "README's 'Running on several machines')."
     ),
     "tf.device": "Placement is jax's: the Estimator shards over RunConfig's mesh.",
-    "tf.estimator.tpu": "TPU Estimator is not provided; the Estimator runs on any jax backend.",
     "tf.image": "Image ops: use jax.image (resize) and jax.numpy on NHWC arrays.",
     "tf.strings": (
-        "Strings cannot enter traced code: process them on the host in the input pipeline "
-        "(NumPy) or with feature columns (tf.feature_column.*)."
+        "tf.strings provides to_hash_bucket_fast, strip, lower, upper, length, join, "
+        "regex_full_match, to_number and as_string; do the rest on the host in the input "
+        "pipeline (NumPy on bytes) or with feature columns (tf.feature_column.*)."
+    ),
+    "tf.string_to_hash_bucket_strong": (
+        "The keyed SipHash bucket is not provided: use tf.string_to_hash_bucket_fast "
+        "(FarmHash, the hash of categorical_column_with_hash_bucket)."
+    ),
+    "tf.string_to_hash_bucket": (
+        "TF's legacy hash is not provided (TF 1 deprecated it): use tf.string_to_hash_bucket_fast."
     ),
     "tf.sparse": _NO_SPARSE,
     "tf.SparseTensor": _NO_SPARSE,
-    "tf.estimator.inputs.pandas_input_fn": (
-        "Use tf.estimator.inputs.numpy_input_fn(dict(df), df.pop(label), ...) or "
-        "tf.data.Dataset.from_tensor_slices((dict(df), labels))."
-    ),
     "tf.nn.rnn_cell": "Recurrent cells are not provided; write the cell with jax.lax.scan.",
     "tf.nn.dynamic_rnn": "Recurrent layers are not provided; write the loop with jax.lax.scan.",
-    "tf.contrib.layers.fully_connected": (
-        "Use tf.layers.dense(inputs, num_outputs, activation=tf.nn.relu) (TF's own replacement)."
-    ),
-    "tf.app.flags": "Define flags with argparse, or absl.flags (absl-py) and absl.app.run.",
-    "tf.flags": "Define flags with argparse, or absl.flags (absl-py) and absl.app.run.",
     "tf.data.Dataset.zip": "Zip the arrays before slicing: from_tensor_slices((a, b)).",
     "tf.data.Dataset.padded_batch": "Pad the arrays with NumPy first, then batch.",
-    "tf.data.Dataset.make_one_shot_iterator": (
-        "Return the dataset itself from input_fn: the Estimator iterates it."
-    ),
-    "tf.data.Dataset.make_initializable_iterator": (
-        "Return the dataset itself from input_fn: the Estimator iterates it."
-    ),
-    "tf.data.make_one_shot_iterator": (
-        "Return the dataset itself from input_fn: the Estimator iterates it."
-    ),
-    "tf.contrib.layers.l2_regularizer": (
-        "Pass a function as the regularizer: kernel_regularizer=lambda w: scale * tf.nn.l2_loss(w)."
-    ),
 }
 
 _QUEUES = (
@@ -129,7 +106,30 @@ for _name in (
     "add_queue_runner QueueRunner queue_runner Coordinator match_filenames_once"
 ).split():
     HINTS[f"tf.train.{_name}"] = _QUEUES
-HINTS["tf.train.warm_start"] = HINTS["tf.train.init_from_checkpoint"]
+HINTS["tf.contrib.learn"] = (
+    "tf.contrib.learn became tf.estimator: use tf.estimator.Estimator, the canned "
+    "estimators and tf.estimator.inputs.numpy_input_fn."
+)
+HINTS["tf.contrib.slim"] = "Build the model with tf.layers.* / tf.contrib.layers.* instead of slim."
+HINTS["tf.contrib.rnn"] = HINTS["tf.nn.rnn_cell"]
+HINTS["tf.contrib.training.HParams"] = (
+    "Keep hyperparameters in a dict (params=...) or an argparse.Namespace."
+)
+HINTS["tf.contrib.cluster_resolver"] = (
+    "Cluster resolvers are not needed: JAX finds its devices (jax.devices()); a TPUEstimator "
+    "runs on them with RunConfig(cluster=None)."
+)
+HINTS["tf.contrib.distribute"] = (
+    "Distribution is jax's: RunConfig(mesh=...) or TF_CONFIG (see the README's 'Running on "
+    "several machines')."
+)
+HINTS["tf.strings.to_hash_bucket_strong"] = HINTS["tf.string_to_hash_bucket_strong"]
+HINTS["tf.strings.to_hash_bucket"] = HINTS["tf.string_to_hash_bucket"]
+HINTS["tf.train.warm_start"] = (
+    "Use warm_start_from=tf.estimator.WarmStartSettings(ckpt_to_initialize_from, "
+    "vars_to_warm_start, var_name_to_prev_var_name) on the Estimator, or "
+    "tf.train.init_from_checkpoint inside model_fn."
+)
 HINTS["tf.train.NewCheckpointReader"] = (
     "Read checkpoints with tf.train.list_variables / tf.train.load_variable (or "
     "estimator.Checkpointer)."
@@ -137,7 +137,11 @@ HINTS["tf.train.NewCheckpointReader"] = (
 
 #: Replacements by namespace, for symbols under it that :data:`HINTS` does not list.
 PREFIX_HINTS: dict[str, str] = {
-    "tf.contrib.": "tf.contrib is not part of TensorFlow 2.15; its replacement depends on the op.",
+    "tf.contrib.": (
+        "Only part of tf.contrib is provided (layers, framework, lookup, data, estimator, "
+        "metrics, tpu, summary: see estimator.compat.v1.contrib); TensorFlow 2 removed the "
+        "rest, and its replacement depends on the op."
+    ),
     "tf.keras.": (
         "Keras models and layers are not provided: build the model in model_fn with "
         "tf.layers.* (estimator.layers), or use Keras 3 on JAX outside the Estimator."
@@ -151,7 +155,10 @@ PREFIX_HINTS: dict[str, str] = {
         "Export with Estimator.export_saved_model (a jax.export artifact) and load it with "
         "estimator.export.load."
     ),
-    "tf.tpu.": "TPU-specific APIs are not provided; the Estimator runs on any jax backend.",
+    "tf.tpu.": (
+        "TPU system ops are not provided: tf.estimator.tpu.TPUEstimator runs on whatever "
+        "JAX devices are present (tf.tpu.CrossShardOptimizer is provided)."
+    ),
 }
 
 

@@ -6,7 +6,12 @@ It reads the program (it never runs it), finds the names TensorFlow is imported 
 ``from tensorflow.compat import v1 as tf``, ``from tensorflow import estimator``, and the
 same with ``estimator.compat``), collects every attribute chain starting from them
 (``tf.data.Dataset.from_tensor_slices``, ``tf.train.AdagradOptimizer``) and resolves each in
-the compat namespace. Output: one line per symbol — ``ok``, or ``MISSING`` with the
+the compat namespace. Methods called on datasets and their iterators count too
+(``dataset.shuffle(...)``, ``dataset.make_one_shot_iterator().get_next()`` are
+``tf.data.Dataset.shuffle``, ``tf.data.Dataset.make_one_shot_iterator`` and
+``tf.data.Iterator.get_next``): a value is a dataset when it comes from a ``tf.data``
+constructor, from a dataset method, or from a variable assigned one (followed by name, in
+any scope). Output: one line per symbol — ``ok``, or ``MISSING`` with the
 replacement — then a count. Exit status 0 when everything is covered, 1 otherwise, 2 for a
 file that cannot be read or parsed.
 
@@ -96,26 +101,81 @@ def _chain(node: ast.AST) -> list[str] | None:
     return None
 
 
+# tf.data calls that make a dataset or an iterator, and the dataset methods that do not
+# return a dataset.
+_DATASET_SOURCES = {"TextLineDataset", "TFRecordDataset", "FixedLengthRecordDataset"}
+_ITERATOR_MAKERS = {"make_one_shot_iterator", "make_initializable_iterator"}
+_NOT_DATASETS = _ITERATOR_MAKERS | {"as_numpy_iterator", "get_next", "reduce", "cardinality"}
+
+
+def _value_kind(node: ast.AST, aliases: dict, names: dict[str, str]) -> str | None:
+    """``"Dataset"`` or ``"Iterator"`` for an expression that makes one, else None."""
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return None
+    method = node.func.attr
+    parts = _chain(node.func)
+    if parts and parts[0] in aliases:
+        path = aliases[parts[0]] + tuple(parts[1:])
+        if path[:1] == ("data",) and len(path) >= 2:
+            if path[1] in _ITERATOR_MAKERS:
+                return "Iterator"
+            if path[1] in _DATASET_SOURCES or (path[1] == "Dataset" and len(path) == 3):
+                return "Dataset"
+        return None
+    owner = _value_kind(node.func.value, aliases, names)
+    if owner == "Dataset":
+        if method in _ITERATOR_MAKERS:
+            return "Iterator"
+        return None if method in _NOT_DATASETS else "Dataset"
+    return None
+
+
+def _dataset_names(tree: ast.AST, aliases: dict) -> dict[str, str]:
+    """``{variable: "Dataset" | "Iterator"}`` for names assigned a dataset or iterator."""
+    names: dict[str, str] = {}
+    for _ in range(8):  # to a fixed point: `ds = ds.map(...)` after `ds = tf.data...`
+        before = dict(names)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                kind = _value_kind(node.value, aliases, names)
+                if isinstance(target, ast.Name) and kind is not None:
+                    names[target.id] = kind
+        if names == before:
+            break
+    return names
+
+
 def scan_source(source: str) -> list[Symbol]:
-    """The TF symbols used in ``source``, sorted by name.
+    """The TF symbols used in ``source``, sorted by name (dataset and iterator methods
+    included, see the module docstring).
 
     Raises:
       SyntaxError: for source that does not parse.
     """
     tree = ast.parse(source)
     aliases = _aliases(tree)
+    names = _dataset_names(tree, aliases)
     found: dict[str, Symbol] = {}
     inner: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             inner.add(id(node.value))
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute) or id(node) in inner:
+        if not isinstance(node, ast.Attribute):
             continue
-        parts = _chain(node)
-        if not parts or parts[0] not in aliases:
+        kind = _value_kind(node.value, aliases, names)
+        if kind is not None:  # a method of a dataset or iterator value
+            path: tuple[str, ...] = ("data", kind, node.attr)
+        elif id(node) in inner:
             continue
-        path = aliases[parts[0]] + tuple(parts[1:])
+        else:
+            parts = _chain(node)
+            if not parts or parts[0] not in aliases:
+                continue
+            path = aliases[parts[0]] + tuple(parts[1:])
         name = ".".join(("tf",) + path)
         symbol = found.setdefault(name, Symbol(name, path))
         symbol.lines.append(node.lineno)
@@ -140,6 +200,8 @@ def resolve(path: Iterable[str]) -> tuple[bool, str]:
             obj = getattr(obj, part)
         except AttributeError:  # UnsupportedSymbolError included
             return False, hint_for(".".join(["tf", *path]))
+        if getattr(obj, "unsupported_symbol", None):  # a method that only refuses
+            return False, hint_for(obj.unsupported_symbol)
     return True, ""
 
 

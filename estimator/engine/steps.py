@@ -34,6 +34,7 @@ from estimator.engine import sparse
 from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.mode_keys import ModeKeys
+from estimator.model import dtype_policy
 from estimator.model.function import ModelFunction
 from estimator.model.rows import RowAccess
 from estimator.model.spec import EstimatorSpec
@@ -236,6 +237,8 @@ def train_step(model: ModelFunction, state: TrainState, features, labels):
     """One train step: ``(state', outputs, info)`` (see the module docstring)."""
     tables = _sparse_tables(model, state, features, labels)
     dense = {k: v for k, v in state.trainable.items() if k not in tables}
+    # mixed_float16: the loss is differentiated scaled; train_op unscales (dtype_policy).
+    scale = dtype_policy.loss_scale(state.opt_state)
 
     def loss_fn(dense, deltas):
         access = RowAccess(deltas=deltas) if tables else None
@@ -253,9 +256,10 @@ def train_step(model: ModelFunction, state: TrainState, features, labels):
                 )
             ids = {name: jnp.concatenate(parts) for name, parts in access.ids.items()}
         non_trainable = {**state.non_trainable, **frame.assigned}
-        return spec.loss, (non_trainable, outputs, info, ids)
+        objective = spec.loss if scale is None else spec.loss * scale.astype(spec.loss.dtype)
+        return objective, (spec.loss, non_trainable, outputs, info, ids)
 
-    (loss, (non_trainable, outputs, info, ids)), (grads, delta_grads) = jax.value_and_grad(
+    (_, (loss, non_trainable, outputs, info, ids)), (grads, delta_grads) = jax.value_and_grad(
         loss_fn, argnums=(0, 1), has_aux=True
     )(dense, sparse.zero_deltas(tables, state.trainable))
     rows = sparse.gather(state.trainable, state.opt_state, delta_grads, ids) if tables else None

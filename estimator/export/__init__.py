@@ -40,6 +40,8 @@ classification or regression signature is exported for any receiver (TF keeps th
 for a single string input), so a canned classifier export always has ``serving_default``.
 """
 
+from estimator.export._csv import CSVColumn as CSVColumn
+from estimator.export._csv import csv_columns as csv_columns
 from estimator.export._loader import LoadedModel as LoadedModel
 from estimator.export._loader import Signature as Signature
 from estimator.export._loader import load as load
@@ -77,6 +79,8 @@ __all__ = [
     "build_parsing_serving_input_receiver_fn",
     "build_raw_serving_input_receiver_fn",
     "build_raw_supervised_input_receiver_fn",
+    "CSVColumn",
+    "csv_columns",
     "ExportOutput",
     "PredictOutput",
     "ClassificationOutput",

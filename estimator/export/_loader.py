@@ -15,6 +15,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jax import export as jax_export
 
+from estimator.export._csv import apply_decodes
 from estimator.export._integrity import safe_path, verify
 from estimator.io import SparseValue, fs, parse_example
 from estimator.preprocessing import InputTransform, VarLenFeature, feature_from_config
@@ -283,6 +284,8 @@ class Signature:
         entry = self.entry
         if self._parse_spec is not None:
             inputs = fill_parsed(inputs, self._parse_spec)
+        if entry.get("decode"):  # CSV lines decoded into features (``_csv``)
+            inputs = apply_decodes(inputs, entry["decode"])
         labels = None
         if entry["labels"] is not None:
             labels = {k: inputs[source] for k, source in entry["labels"].items()}

@@ -35,6 +35,7 @@ from jax import export as jax_export
 
 from estimator import checkpoint as ckpt
 from estimator.engine.steps import init_state
+from estimator.export._csv import apply_decodes, decode_steps, dummy_records
 from estimator.export._integrity import checksums
 from estimator.export._loader import fill_parsed
 from estimator.export._receivers import (
@@ -92,12 +93,17 @@ class _Inputs:
         self.device_fn = receiver.features if computed and group is None else None
         self.transform = transform
         self.ties = ties  # the Estimator's transform's ``equal_dimensions`` (see _tie)
+        # Features decoded from CSV lines on the host (``_csv``): the manifest's "decode".
+        self.decodes: list = []
         if self.device_fn is not None:
             self.feature_keys = None
         elif computed:
             self.feature_keys = {name: name for name in specs}
         else:
-            self.feature_keys = _sources(receiver.features, specs)
+            self.decodes, decoded = decode_steps(receiver.features, specs)
+            rest = {k: v for k, v in receiver.features.items() if k not in decoded}
+            self.feature_keys = {**_sources(rest, specs), **decoded}
+            self.feature_keys = {k: self.feature_keys[k] for k in receiver.features}
         supervised = isinstance(receiver, SupervisedInputReceiver)
         self.label_keys = _sources(receiver.labels, specs) if supervised else None
         self.single_label = supervised and receiver.single_label
@@ -113,11 +119,14 @@ class _Inputs:
     def dummy(self, batch: int, width: int) -> dict:
         """A batch of placeholder values for every input (to find the device specs)."""
         out = {}
+        lines = {step["input"]: step for step in self.decodes}
         for name, spec in self.specs.items():
             shape = tuple(
                 (batch if i == 0 else width) if d is None else d for i, d in enumerate(spec.shape)
             )
-            if np.dtype(spec.dtype).kind in "OUS":
+            if name in lines:
+                out[name] = dummy_records(lines[name], shape)
+            elif np.dtype(spec.dtype).kind in "OUS":
                 out[name] = np.full(shape, "", dtype=object)
             else:
                 out[name] = np.zeros(shape, spec.dtype)
@@ -133,6 +142,8 @@ class _Inputs:
                 (labels,) = labels.values()
         if self.parse_spec is not None:
             inputs = fill_parsed(inputs, self.parse_spec)
+        if self.decodes:
+            inputs = apply_decodes(inputs, self.decodes)
         if self.device_fn is not None:
             return inputs, labels
         features = {key: inputs[source] for key, source in self.feature_keys.items()}
@@ -148,6 +159,7 @@ class _Inputs:
             "parse_spec": None
             if self.parse_spec is None
             else {k: v.to_config() for k, v in self.parse_spec.items()},
+            "decode": self.decodes,
             "features": self.feature_keys,
             "single_feature": self.single_feature,
             "labels": self.label_keys,

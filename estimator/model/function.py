@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from estimator.inputs import fn_args
+from estimator.model import dtype_policy
 from estimator.model.padding import MASK_KEY
 from estimator.model.spec import EstimatorSpec
 from estimator.model.variables import APPLY, INIT, Frame, transform_context
@@ -67,6 +68,21 @@ def seed_key_data(seed: int) -> np.ndarray:
     ):
         return np.array([0, seed & 0xFFFFFFFF], np.uint32)
     return np.asarray(jax.random.key_data(jax.random.key(seed)))
+
+
+def _with_policy(spec: EstimatorSpec, policy: dtype_policy.DTypePolicy) -> EstimatorSpec:
+    """Under a mixed policy: the loss in float32 (a lower-precision loss from the user's
+    own layers is widened; gradients then reach the variables in float32), and under
+    ``mixed_float16`` the ``train_op`` wrapped in dynamic loss scaling."""
+    if not policy.mixed:
+        return spec
+    changes = {}
+    loss = spec.loss
+    if loss is not None and jnp.issubdtype(loss.dtype, jnp.floating) and loss.dtype != jnp.float32:
+        changes["loss"] = loss.astype(jnp.float32)
+    if policy.loss_scaling and spec.train_op is not None:
+        changes["train_op"] = dtype_policy.loss_scaling(spec.train_op)
+    return spec._replace(**changes) if changes else spec
 
 
 class ModelFunction:
@@ -159,6 +175,9 @@ class ModelFunction:
                 rows=rows,
             )
         frame.row_mask = mask
+        frame.mode = mode
+        policy = dtype_policy.get(getattr(self.config, "dtype_policy", None))
+        frame.dtype_policy = policy
         kwargs = {}
         if "labels" in self.arg_names:
             kwargs["labels"] = labels
@@ -175,7 +194,7 @@ class ModelFunction:
             raise ValueError(
                 f"model_fn should return an EstimatorSpec; it returned {type(spec).__name__}."
             )
-        return spec, frame
+        return _with_policy(spec, policy), frame
 
     def public(self) -> Callable:
         """TF's ``Estimator.model_fn``: ``(features, labels, mode, config) -> EstimatorSpec``

@@ -76,6 +76,8 @@ class Frame:
     rows: Any = None  # estimator.model.rows.RowAccess in a sparse train step, else None
     lookups: set[str] = field(default_factory=set)  # variables read by lookup_rows
     row_mask: Any = None  # float32 [batch] of a padded batch (estimator.model.padding)
+    mode: str | None = None  # the ModeKeys value model_fn runs in (estimator.modules)
+    dtype_policy: Any = None  # estimator.model.dtype_policy.DTypePolicy, or None
 
 
 def _frame(what: str) -> Frame:
@@ -304,8 +306,10 @@ def get_variable(
         value = frame.assigned[full]
     if regularizer is not None and first_use:
         # Once per variable and model_fn call: TF adds the loss when the variable is created,
-        # not again when it is reused.
-        frame.regularization.append(regularizer(value))
+        # not again when it is reused; a regularizer returning None adds nothing, as TF's.
+        loss = regularizer(value)
+        if loss is not None:
+            frame.regularization.append(loss)
     frame.by_id[id(value)] = full
     return value
 

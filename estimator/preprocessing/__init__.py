@@ -54,6 +54,7 @@ from estimator.preprocessing._base import register_op as register_op
 from estimator.preprocessing._cross import DEFAULT_CROSS_HASH_KEY as DEFAULT_CROSS_HASH_KEY
 from estimator.preprocessing._cross import Cross as Cross
 from estimator.preprocessing._cross import Weighted as Weighted
+from estimator.preprocessing._csv import decode_csv as decode_csv
 from estimator.preprocessing._fingerprint import fingerprint64 as fingerprint64
 from estimator.preprocessing._fingerprint import fingerprint_cat64 as fingerprint_cat64
 from estimator.preprocessing._lookup import HashBucket as HashBucket
@@ -94,6 +95,7 @@ __all__ = [
     "op_from_config",
     "register_op",
     "dtype_name",
+    "decode_csv",
     "fingerprint64",
     "fingerprint_cat64",
     "DEFAULT_CROSS_HASH_KEY",

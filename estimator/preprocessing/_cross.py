@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import jax
 import numpy as np
 
 from estimator.preprocessing._base import (
@@ -29,7 +30,8 @@ class Cross(Op):
     """Hashed feature cross (``crossed_column``; TF's ``sparse_cross_hashed``).
 
     Each key is a raw feature key (strings hashed with ``Fingerprint64``, integers used as
-    their own 64-bit value) or a categorical op (its ids used as values). For every
+    their own 64-bit value, floats truncated to integers as TF's ``sparse_cross`` casts
+    them) or a categorical op (its ids used as values). For every
     combination of one present value per key — the cartesian product in row-major order,
     the last key varying fastest — ``h = hash_key``, then ``h = FingerprintCat64(h, v)``
     for each value, and ``id = h % hash_bucket_size`` (unsigned). Missing values (``""``,
@@ -65,6 +67,14 @@ class Cross(Op):
             ids = key.apply(features, cache).ids
             return ids.astype(np.int64).view(np.uint64), ids >= 0
         memo = ("Cross._values", key)  # crosses of one batch share a raw key's fingerprints
+        raw = _require(features, key, self.describe())
+        dense_float = isinstance(raw, (np.ndarray, jax.Array)) and raw.dtype.kind == "f"
+        if memo not in cache and dense_float and raw.ndim > 0:
+            # TF's sparse_cross casts a float feature to int64 (truncating), every value
+            # present: crossed_column(["age", "sex"]) crosses the whole years.
+            x = np.asarray(raw)
+            x = np.trunc(x.reshape(x.shape[0], -1)).astype(np.int64)
+            cache[memo] = (x.view(np.uint64), np.ones(x.shape, bool))
         if memo not in cache:
             x, kind = _categorical_input(features, key, self.describe())
             if kind == "int":

@@ -51,12 +51,15 @@ from estimator.compat._unsupported import UnsupportedSymbolError as UnsupportedS
 from estimator.compat._unsupported import module_getattr as _module_getattr
 from estimator.compat.v1 import _array_ops, _framework, _math_ops
 from estimator.compat.v1 import app as app
+from estimator.compat.v1 import contrib as contrib
 from estimator.compat.v1 import data as data
 from estimator.compat.v1 import dtypes as dtypes
+from estimator.compat.v1 import errors as errors
 from estimator.compat.v1 import estimator as estimator
 from estimator.compat.v1 import gfile as gfile
 from estimator.compat.v1 import initializers as initializers
 from estimator.compat.v1 import io as io
+from estimator.compat.v1 import keras as keras
 from estimator.compat.v1 import layers as layers
 from estimator.compat.v1 import logging as logging
 from estimator.compat.v1 import losses as losses
@@ -65,8 +68,14 @@ from estimator.compat.v1 import metrics as metrics
 from estimator.compat.v1 import nn as nn
 from estimator.compat.v1 import python_io as python_io
 from estimator.compat.v1 import random as random
+from estimator.compat.v1 import strings as strings
 from estimator.compat.v1 import summary as summary
+from estimator.compat.v1 import tpu as tpu
 from estimator.compat.v1 import train as train
+from estimator.compat.v1._config import ConfigProto as ConfigProto
+from estimator.compat.v1._config import GPUOptions as GPUOptions
+from estimator.compat.v1._config import GraphOptions as GraphOptions
+from estimator.compat.v1._config import OptimizerOptions as OptimizerOptions
 from estimator.compat.v1._graph import GraphKeys as GraphKeys
 from estimator.compat.v1._graph import add_to_collection as add_to_collection
 from estimator.compat.v1.data._readers import decode_csv as decode_csv
@@ -98,7 +107,17 @@ from estimator.compat.v1.io import VarLenFeature as VarLenFeature
 from estimator.compat.v1.io import parse_example as parse_example
 from estimator.compat.v1.io import parse_single_example as parse_single_example
 from estimator.compat.v1.io import parse_single_sequence_example as parse_single_sequence_example
+from estimator.compat.v1.strings import as_string as as_string
+from estimator.compat.v1.strings import regex_full_match as regex_full_match
 from estimator.compat.v1.train._optimizers import gradients as gradients
+
+flags = app.flags  # tf.flags: absl's flags, as TF's
+
+# TF 1's top-level names of tf.strings ops.
+string_join = strings.join
+string_strip = strings.strip
+string_to_hash_bucket_fast = strings.to_hash_bucket_fast
+string_to_number = strings.to_number
 
 print = _framework.print_  # noqa: A001 (TF's names)
 tuple = _framework.tuple_  # noqa: A001
@@ -118,13 +137,16 @@ for _name in dtypes.__all__:
 
 _MODULES = [
     "app",
+    "contrib",
     "data",
     "dtypes",
+    "errors",
     "estimator",
     "feature_column",
     "gfile",
     "initializers",
     "io",
+    "keras",
     "layers",
     "logging",
     "losses",
@@ -133,7 +155,9 @@ _MODULES = [
     "nn",
     "python_io",
     "random",
+    "strings",
     "summary",
+    "tpu",
     "train",
 ]
 
@@ -146,6 +170,11 @@ __all__ = sorted(
         "tuple",
         "Tensor",
         "GraphKeys",
+        "ConfigProto",
+        "GPUOptions",
+        "GraphOptions",
+        "OptimizerOptions",
+        "flags",
         "add_to_collection",
         "decode_csv",
         "FixedLenFeature",
@@ -156,6 +185,12 @@ __all__ = sorted(
         "parse_single_example",
         "parse_single_sequence_example",
         "gradients",
+        "as_string",
+        "string_join",
+        "regex_full_match",
+        "string_strip",
+        "string_to_hash_bucket_fast",
+        "string_to_number",
         "UnsupportedSymbolError",
         "constant_initializer",
         "glorot_normal_initializer",
@@ -173,6 +208,10 @@ _unsupported_getattr = _module_getattr("tf", __name__)
 
 
 def __getattr__(name: str):
+    if name == "compat":
+        # tf.compat.v1.X in a program that imports this module as tf (TF 2 code spelled
+        # tf.compat.v1 everywhere): the package's tf.compat namespace, whose v1 is this module.
+        return importlib.import_module("estimator.compat").compat
     if name == "feature_column":
         # Deferred by design (see the module docstring): canned is imported by path, here.
         return importlib.import_module("canned._compat_v1").feature_column

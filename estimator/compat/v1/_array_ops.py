@@ -3,7 +3,8 @@
 Arguments, defaults and argument order are TF 1.15's (``tf.compat.v1``). Shapes in JAX are
 static, so :func:`shape` returns a NumPy ``int32`` vector: ``tf.shape(x)[0]`` is a plain
 integer usable in ``tf.reshape``. Values holding strings run with NumPy (host data in an
-``input_fn``).
+``input_fn``) and hold them as TF does, as ``bytes`` (``tf.constant('a')`` is ``b'a'``;
+``tf.where(c, labels, 'none')`` mixes bytes and a ``str`` literal as TF does).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from estimator.compat.v1._base import axis_arg, is_host, named, op, xnp
+from estimator.compat.v1._base import axis_arg, is_host, named, op, tf_strings, xnp
 from estimator.compat.v1._base import dtype as _dtype_of
 
 __all__ = [
@@ -72,7 +73,7 @@ newaxis = None
 
 def _array(value: Any, dt=None):
     if is_host(value):
-        return np.asarray(value, dtype=dt if dt is not None else None)
+        return tf_strings(np.asarray(value, dtype=dt if dt is not None else None))
     if dt is None and isinstance(value, float):
         return jnp.asarray(value, jnp.float32)
     return jnp.asarray(value, dtype=dt)
@@ -138,7 +139,10 @@ def ones_like(tensor, dtype=None, name=None, optimize=True):
 
 @op
 def fill(dims, value, name=None):
-    """``tf.fill``: an array of shape ``dims`` holding ``value``."""
+    """``tf.fill``: an array of shape ``dims`` holding ``value`` (a string: bytes, on the
+    host)."""
+    if is_host(value):
+        return np.full(tuple(int(d) for d in np.ravel(dims)), tf_strings(value)[()], object)
     return jnp.full(tuple(int(d) for d in np.ravel(dims)), value)
 
 
@@ -260,6 +264,8 @@ def where(condition, x=None, y=None, name=None):
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     module = xnp(x, y)
+    if module is np:
+        x, y = tf_strings(np.asarray(x)), tf_strings(np.asarray(y))
     cond = module.asarray(condition)
     x = _array(x)
     if cond.ndim == 1 and np.ndim(x) > 1:  # TF 1's row selection
@@ -272,7 +278,9 @@ def where_v2(condition, x=None, y=None, name=None):
     """``tf.where_v2``: ``jnp.where`` with broadcasting."""
     if x is None and y is None:
         return np.argwhere(np.asarray(condition)).astype(np.int32)
-    return xnp(x, y).where(condition, _array(x), _array(y))
+    if is_host(x, y):
+        return np.where(np.asarray(condition), tf_strings(np.asarray(x)), tf_strings(np.asarray(y)))
+    return jnp.where(condition, _array(x), _array(y))
 
 
 def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
@@ -352,7 +360,7 @@ def identity(input, name=None):  # noqa: A002
     """``tf.identity``: names ``input`` for hooks (``LoggingTensorHook``) when ``name`` is
     given inside ``model_fn`` (``estimator.identity``)."""
     if is_host(input):
-        return np.asarray(input)
+        return tf_strings(np.asarray(input))
     return named(jnp.asarray(input), name)
 
 

@@ -8,7 +8,10 @@
   ``jax_enable_x64`` is set, silently, as jax's own array creation does (:func:`dtype`).
 * strings: jax arrays hold numbers only. Ops that TF also runs on strings (``equal``,
   ``reshape``, ``concat``, ...) run with NumPy when an input holds strings (``xnp``), so
-  input-pipeline code on string features keeps working.
+  input-pipeline code on string features keeps working. A TF string is bytes: TF converts a
+  Python ``str`` operand (``tf.equal(labels, '>50K')``) to UTF-8 bytes before comparing it
+  with the bytes ``tf.decode_csv`` returns; :func:`tf_strings` does the same here, so every
+  string op sees bytes (NumPy alone would compare ``b'>50K' == '>50K'`` as False).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 
 from estimator.model import variables as _variables
 
-__all__ = ["op", "dtype", "xnp", "is_host", "named", "in_model_fn"]
+__all__ = ["op", "dtype", "xnp", "is_host", "named", "in_model_fn", "tf_strings"]
 
 
 def in_model_fn() -> bool:
@@ -89,6 +92,41 @@ def is_host(*values: Any) -> bool:
         if isinstance(value, (list, tuple)) and value and is_host(*value):
             return True
     return False
+
+
+def tf_strings(value: Any) -> Any:
+    """A host value with its strings as TF holds them: ``bytes`` in an ``object`` array.
+
+    ``str`` (and NumPy ``<U``) elements are encoded as UTF-8, ``<S`` arrays become
+    ``object`` arrays of ``bytes``, as TF converts a Python string to a ``tf.string``
+    tensor. Values without strings (numbers, jax arrays) are returned unchanged.
+
+    Args:
+      value: a ``str``/``bytes`` scalar, a (nested) list of them, or a NumPy array.
+
+    Returns:
+      ``value``, or an ``object`` array of ``bytes`` of the same shape.
+    """
+    if isinstance(value, jax.Array):
+        return value
+    if isinstance(value, (str, bytes)):
+        array = np.empty((), dtype=object)
+        array[()] = value.encode() if isinstance(value, str) else bytes(value)
+        return array
+    if isinstance(value, (list, tuple)):
+        if not is_host(value):
+            return value
+        value = np.asarray(value, dtype=object)
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "OUS":
+        return value
+    if value.dtype.kind == "S":
+        return value.astype(object)
+    flat = value.ravel()
+    if value.dtype.kind == "O" and not any(isinstance(e, str) for e in flat):
+        return value
+    out = np.empty(value.shape, dtype=object)
+    out.ravel()[:] = [e.encode() if isinstance(e, str) else e for e in flat]
+    return out
 
 
 def xnp(*values: Any):

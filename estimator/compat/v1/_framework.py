@@ -37,6 +37,7 @@ from estimator.model import variables as _variables
 __all__ = [
     "AUTO_REUSE",
     "get_variable",
+    "tables_initializer",
     "variable_scope",
     "name_scope",
     "get_variable_scope",
@@ -197,6 +198,11 @@ def control_dependencies(control_inputs) -> Iterator[None]:
     """``tf.control_dependencies``: a no-op (see the module docstring)."""
     del control_inputs
     yield
+
+
+def tables_initializer(name="init_all_tables") -> NoOp:
+    """``tf.tables_initializer``: a no-op (lookup tables are filled when made)."""
+    return NoOp()
 
 
 def no_op(name=None) -> NoOp:

@@ -1,6 +1,10 @@
 """TF 1.x math ops (``tf.reduce_mean``, ``tf.argmax``, ``tf.equal``, ``tf.clip_by_norm``, ...)
 on ``jax.numpy``, with TF 1.15's arguments and defaults.
 
+On strings (host values) the binary ops compare and add bytes, a ``str`` operand encoded as
+UTF-8 first, as TF converts it to a ``tf.string`` (``tf.equal(labels, '>50K')`` is true for
+``b'>50K'``; see ``_base.tf_strings``).
+
 TF 1 spellings are accepted: ``keep_dims``/``reduction_indices`` (reductions), ``dimension``
 (``argmax``/``argmin``, whose ``axis`` defaults to 0 in TF 1). ``argmax`` returns int64 in
 TF; here jax's default integer (int32 unless ``jax_enable_x64``). The clipping ops also
@@ -15,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from estimator.compat.v1._base import axis_arg, is_host, op, xnp
+from estimator.compat.v1._base import axis_arg, is_host, op, tf_strings, xnp
 from estimator.compat.v1._base import dtype as _dtype
 from estimator.compat.v1._symbolic import SymbolicGradient, SymbolicNorm, is_symbolic
 
@@ -100,7 +104,7 @@ def _binary(jnp_fn, np_fn=None):
     @op
     def fn(x, y, name=None):
         if is_host(x, y):
-            return np_fn(np.asarray(x), np.asarray(y))
+            return np_fn(tf_strings(np.asarray(x)), tf_strings(np.asarray(y)))
         return jnp_fn(x, y)
 
     return fn

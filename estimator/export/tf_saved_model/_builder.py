@@ -31,7 +31,7 @@ _CLASSIFY = "tensorflow/serving/classify"
 _REGRESS = "tensorflow/serving/regress"
 # TF's heads give ``class_ids`` as int64 (``argmax``); jax (without x64) as int32.
 _INT64_OUTPUT = "class_ids"
-_RECEIVER_KEYS = ("inputs", "parse_spec", "features", "single_feature", "labels")
+_RECEIVER_KEYS = ("inputs", "parse_spec", "decode", "features", "single_feature", "labels")
 
 
 def import_tensorflow():
@@ -80,6 +80,19 @@ def _parse_feature(tf, spec):
     return tf.io.VarLenFeature(dtype)
 
 
+def _csv_default(tf, default: list):
+    """A manifest ``record_defaults`` entry as ``tf.io.decode_csv`` takes it (``[]``:
+    a required string column, as the host decoder's)."""
+    if not default:
+        return tf.constant([], tf.string)
+    (value,) = default
+    if isinstance(value, str):
+        return tf.constant([value.encode()], tf.string)
+    if isinstance(value, bool):
+        return tf.constant([value], tf.bool)
+    return tf.constant([value], tf.int64 if isinstance(value, int) else tf.float32)
+
+
 class _Receiver:
     """The placeholders of one receiver (shared by its signatures) and the device
     features computed from them."""
@@ -109,6 +122,17 @@ class _Receiver:
             raw = dict(self.tensors)
             first = next((t for t in raw.values() if t.shape.rank), None)
             batch_size = tf.shape(first)[0] if first is not None else tf.constant(1)
+            for step in entry.get("decode") or ():  # CSV lines (estimator.export._csv)
+                columns = tf.io.decode_csv(
+                    raw[step["input"]],
+                    [_csv_default(tf, d) for d in step["record_defaults"]],
+                    field_delim=step["field_delim"],
+                    use_quote_delim=step["use_quote_delim"],
+                    na_value=step["na_value"],
+                    select_cols=step["select_cols"],
+                )
+                for index, name in step["outputs"].items():
+                    raw[name] = columns[int(index)]
         if entry["features"] is None:  # the receiver's own function, inside the export
             features = {k: _device_dtype(tf, v) for k, v in raw.items()}
         else:

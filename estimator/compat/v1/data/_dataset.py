@@ -41,6 +41,7 @@ import numpy as np
 
 from estimator.compat._unsupported import unsupported
 from estimator.compat.v1.data import _columnar, _elements
+from estimator.compat.v1.data._iterator import Iterator as TFIterator
 from estimator.compat.v1.data._pipeline import Op, Source, call_map
 from estimator.inputs import apply_to_rows
 
@@ -158,6 +159,8 @@ class Dataset:
     @staticmethod
     def zip(datasets, name=None) -> Dataset:
         raise unsupported("tf.data.Dataset.zip")
+
+    zip.unsupported_symbol = "tf.data.Dataset.zip"  # what the checker reports
 
     # ----- operations ---------------------------------------------------------------------
     def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None) -> Dataset:
@@ -284,11 +287,15 @@ class Dataset:
     def padded_batch(self, *args, **kwargs):
         raise unsupported("tf.data.Dataset.padded_batch")
 
+    padded_batch.unsupported_symbol = "tf.data.Dataset.padded_batch"
+
     def make_one_shot_iterator(self):
-        raise unsupported("tf.data.Dataset.make_one_shot_iterator")
+        """TF 1's iterator; ``get_next()`` is what ``input_fn`` returns (``_iterator``)."""
+        return TFIterator(self)
 
     def make_initializable_iterator(self, shared_name=None):
-        raise unsupported("tf.data.Dataset.make_initializable_iterator")
+        """TF 1's iterator with a no-op ``initializer`` (``_iterator``)."""
+        return TFIterator(self)
 
     # ----- running ------------------------------------------------------------------------
     def as_numpy_iterator(self) -> Iterator:

@@ -9,20 +9,22 @@ TF's.
 a bytes scalar, reading the files lazily in order, as TF's; ``.gz`` files (or
 ``compression_type="GZIP"``) are decompressed. ``decode_csv`` parses one record or an
 array of records with Python's ``csv`` module into one array per column, typed by
-``record_defaults`` as TF's (a float default gives float32, an int int32, a string bytes).
+``record_defaults`` as TF's (a float default gives float32, an int int32, a string bytes);
+on a serving placeholder it gives the columns an export decodes at serving time.
 """
 
 from __future__ import annotations
 
-import csv
 import gzip
-import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
+import jax
 import numpy as np
 
 from estimator.compat.v1.data._dataset import Dataset
 from estimator.compat.v1.data._pipeline import Source
+from estimator.export import csv_columns
+from estimator.preprocessing import decode_csv as _decode_csv
 
 __all__ = ["TFRecordDataset", "TextLineDataset", "decode_csv"]
 
@@ -84,19 +86,6 @@ def TFRecordDataset(  # noqa: N802 (TF's class name)
     return Dataset(Source("generator", records))
 
 
-def _typed(default: Sequence) -> tuple[type, object]:
-    if len(default) == 0:
-        return str, None
-    value = default[0]
-    if isinstance(value, (bytes, str, np.bytes_, np.str_)):
-        return bytes, value.encode() if isinstance(value, str) else bytes(value)
-    if isinstance(value, (bool, np.bool_)):
-        return bool, bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int, int(value)
-    return float, float(value)
-
-
 def decode_csv(
     records,
     record_defaults,
@@ -105,54 +94,35 @@ def decode_csv(
     name=None,
     na_value="",
     select_cols=None,
-) -> list[np.ndarray]:
-    """``tf.io.decode_csv``: one array per column, each of the records' shape.
+) -> list:
+    """``tf.io.decode_csv``: one array per column, each of the records' shape
+    (``estimator.preprocessing.decode_csv``).
+
+    In a ``serving_input_receiver_fn``, on a ``tf.placeholder(tf.string, [None])``, it
+    returns the columns as inputs the export decodes from CSV lines at serving time (TF's
+    CSV serving receiver; ``estimator.export.csv_columns``).
 
     Args:
-      records: a string (bytes or str) or an array of them.
+      records: a string (bytes or str) or an array of them; or a string placeholder.
       record_defaults: one list per column: ``[default]`` (its type gives the column's), or
         ``[]`` for a required column.
       field_delim, use_quote_delim, na_value, select_cols: TF's meaning.
 
     Returns:
       ``[array]`` per selected column: float32, int32 (unless ``jax_enable_x64`` with
-      int64 defaults), bool or bytes (object) values.
+      int64 defaults), bool or bytes (object) values; specs for a placeholder.
 
     Raises:
       ValueError: a record with the wrong number of fields, or a missing value in a
         required column (TF's messages).
     """
-    array = np.asarray(records, dtype=object)
-    flat = [r.decode() if isinstance(r, bytes) else str(r) for r in array.ravel()]
-    types = [_typed(d) for d in record_defaults]
-    n_fields = len(types) if select_cols is None else max(select_cols) + 1
-    columns: list[list] = [[] for _ in types]
-    quoting = csv.QUOTE_MINIMAL if use_quote_delim else csv.QUOTE_NONE
-    for record in flat:
-        fields = next(csv.reader(io.StringIO(record), delimiter=field_delim, quoting=quoting), [""])
-        if select_cols is not None:
-            if len(fields) < n_fields:
-                raise ValueError(
-                    f"Expect {n_fields} fields but have {len(fields)} in record {record!r}"
-                )
-            fields = [fields[c] for c in select_cols]
-        if len(fields) != len(types):
-            raise ValueError(
-                f"Expect {len(types)} fields but have {len(fields)} in record {record!r}"
-            )
-        for i, (field, (kind, default)) in enumerate(zip(fields, types, strict=True)):
-            if field == "" or field == na_value:
-                if default is None:
-                    raise ValueError(f"Field {i} is required but missing in record {record!r}!")
-                columns[i].append(default)
-            elif kind is bytes:
-                columns[i].append(field.encode())
-            elif kind is bool:
-                columns[i].append(field.strip().lower() in ("1", "true"))
-            else:
-                columns[i].append(kind(field.strip()))
-    dtypes = {float: np.float32, int: np.int32, bool: np.bool_, bytes: object, str: object}
-    return [
-        np.asarray(col, dtype=dtypes[kind]).reshape(array.shape)
-        for col, (kind, _) in zip(columns, types, strict=True)
-    ]
+    del name
+    options = dict(
+        field_delim=field_delim,
+        use_quote_delim=use_quote_delim,
+        na_value=na_value,
+        select_cols=select_cols,
+    )
+    if isinstance(records, jax.ShapeDtypeStruct):
+        return csv_columns(records, record_defaults, **options)
+    return _decode_csv(records, record_defaults, **options)

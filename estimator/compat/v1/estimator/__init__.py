@@ -6,7 +6,8 @@ defaults and messages. ``EstimatorSpec`` also converts TF 1 values (``tf.metrics
 ``minimize`` train ops; see ``_spec``). The canned estimators and heads come from the
 ``canned`` package with TF 1's defaults (``canned._compat_v1``: ``loss_reduction=SUM``,
 TF 1 optimizers and learning rates), imported when first asked for: the core never imports
-``canned`` at import time (see ``estimator.compat.v1``).
+``canned`` at import time (see ``estimator.compat.v1``). ``tf.estimator.tpu`` is
+``TPUEstimator`` on JAX devices (``tpu``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from estimator.compat._unsupported import module_getattr as _module_getattr
 from estimator.compat.v1.estimator import experimental as experimental
 from estimator.compat.v1.estimator import export as export
 from estimator.compat.v1.estimator import inputs as inputs
+from estimator.compat.v1.estimator import tpu as tpu
 from estimator.compat.v1.estimator._spec import EstimatorSpec as EstimatorSpec
 from estimator.estimator import Estimator as Estimator
 from estimator.hooks.basic import CheckpointSaverHook as CheckpointSaverHook
@@ -110,6 +112,7 @@ __all__ = [
     "export",
     "inputs",
     "experimental",
+    "tpu",
     *CANNED,
 ]
 

@@ -3,6 +3,7 @@ what TF 1's ``model_fn`` returns.
 
 * ``eval_metric_ops`` values made by ``tf.metrics`` (``(value, update_op)`` pairs) become
   their streaming metrics;
+* ``scaffold=tf.train.Scaffold()`` counts as none;
 * ``train_op`` from ``optimizer.minimize(loss)`` / ``apply_gradients`` / ``tf.group`` is
   already an optax transformation; ``tf.no_op()`` outside TRAIN counts as none;
 * when ``minimize`` was given another loss than ``loss`` (say the loss plus a
@@ -16,6 +17,7 @@ from __future__ import annotations
 import jax
 
 from estimator.compat.v1.metrics import as_metric
+from estimator.compat.v1.train import Scaffold
 from estimator.compat.v1.train._train_op import NoOp, TrainOp, objective_of
 from estimator.mode_keys import ModeKeys
 from estimator.model.spec import EstimatorSpec as _EstimatorSpec
@@ -57,6 +59,8 @@ class EstimatorSpec(_EstimatorSpec):
     ):
         if isinstance(train_op, NoOp):
             train_op = None
+        if isinstance(scaffold, Scaffold):  # tf.train.Scaffold(): nothing to customise
+            scaffold = None
         if isinstance(eval_metric_ops, dict):
             eval_metric_ops = {k: as_metric(k, v) for k, v in eval_metric_ops.items()}
         if mode == ModeKeys.TRAIN and isinstance(train_op, TrainOp) and loss is not None:

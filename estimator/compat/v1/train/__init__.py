@@ -1,7 +1,7 @@
 """``tf.train`` (TF 1.15's ``tf.compat.v1.train``): optimizers, learning-rate decays, the
-global step, session-run hooks, checkpoint helpers, and the ``tf.Example`` protos
-(``Example``, ``Features``, ``Feature``, ``BytesList``, ``FloatList``, ``Int64List``, ...:
-``estimator.io.protos``, TF's real schema).
+global step, session-run hooks, checkpoint helpers, ``init_from_checkpoint``, and the
+``tf.Example`` protos (``Example``, ``Features``, ``Feature``, ``BytesList``, ``FloatList``,
+``Int64List``, ...: ``estimator.io.protos``, TF's real schema).
 
 Optimizers keep TF 1's defaults, update rules and slot names and return ``train_op`` s the
 Estimator applies (``_optimizers``); decays are TF's formulas of the global step
@@ -14,6 +14,7 @@ from estimator.checkpoint import latest_checkpoint as _latest_checkpoint
 from estimator.checkpoint import list_variables as _list_variables
 from estimator.checkpoint import load_variable as _load_variable
 from estimator.compat._unsupported import module_getattr
+from estimator.compat.v1.train._init_from import init_from_checkpoint as init_from_checkpoint
 from estimator.compat.v1.train._optimizers import AdadeltaOptimizer as AdadeltaOptimizer
 from estimator.compat.v1.train._optimizers import AdagradOptimizer as AdagradOptimizer
 from estimator.compat.v1.train._optimizers import AdamOptimizer as AdamOptimizer
@@ -93,6 +94,8 @@ __all__ = [
     "linear_cosine_decay",
     "get_global_step",
     "get_or_create_global_step",
+    "init_from_checkpoint",
+    "Scaffold",
     "create_global_step",
     "latest_checkpoint",
     "list_variables",
@@ -138,6 +141,37 @@ def create_global_step(graph=None):
     """``tf.train.create_global_step()``: the Estimator's global step."""
     del graph
     return _get_global_step()
+
+
+class Scaffold:
+    """``tf.train.Scaffold()`` with nothing to customise (what ``scaffold_fn`` s return).
+
+    Initialisation and saving belong to the Estimator here: variables take their
+    initializers (or ``tf.train.init_from_checkpoint``) and orbax saves them. An empty
+    ``Scaffold`` is accepted wherever TF takes one (``EstimatorSpec(scaffold=...)``,
+    ``TPUEstimatorSpec(scaffold_fn=...)``).
+
+    Raises:
+      ValueError: any argument (init ops and functions, savers, summary ops), naming the
+        replacement.
+    """
+
+    def __init__(
+        self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None,
+        ready_for_local_init_op=None, local_init_op=None, summary_op=None, saver=None,
+        copy_from_scaffold=None, local_init_feed_dict=None,
+    ) -> None:  # fmt: skip
+        given = [k for k, v in locals().items() if k != "self" and v is not None]
+        if given:
+            raise ValueError(
+                f"tf.train.Scaffold({', '.join(given)}=...) is not supported: the Estimator "
+                "initialises variables (their initializers, or tf.train.init_from_checkpoint "
+                "in model_fn) and saves checkpoints itself (RunConfig). Use tf.train.Scaffold()."
+            )
+
+    def finalize(self) -> Scaffold:
+        """Returns the scaffold (nothing to build)."""
+        return self
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

@@ -130,7 +130,11 @@ def make_train_op(applications: Sequence[Application]) -> TrainOp:
     layout = _layout(applications)
 
     def selected(app: Application, params: dict) -> tuple[str, ...]:
-        return tuple(sorted(params)) if app.names is None else app.names
+        if app.names is not None:
+            return app.names
+        # Every variable given; under optax.masked / multi_transform (a canned wide & deep
+        # estimator's per-scope optimizers) the other part's leaves are MaskedNodes.
+        return tuple(sorted(k for k, v in params.items() if not isinstance(v, optax.MaskedNode)))
 
     def init(params):
         state: dict[str, Any] = {}

@@ -1,0 +1,141 @@
+"""Training step rates: a module inside the Estimator (``estimator.modules``) vs the same
+module in its library's own hand-written ``jax.jit`` + optax loop.
+
+For each library (Flax NNX, Flax Linen, Equinox, Keras 3 on JAX) and each model of
+``tests/modules_zoo.py`` at its ``BENCH`` size (an MLP 64-256-256-10, a CNN on 16x16
+images with 16 filters and batch normalization, a transformer block of width 64 with 4
+heads over 16 tokens; batch 128, Adam), both sides train in this process on the same
+pre-generated batches:
+
+* the Estimator with the default ``RunConfig`` (checkpoints at the start and end of each
+  ``train()``, loss logging and the step counter every 100 steps, the NaN guard,
+  ``steps_per_execution=32``), fed by ``numpy_input_fn`` over the arrays; each
+  ``train(steps=N)`` call is timed whole, after a first call compiled the programs;
+* the library's loop (``modules_zoo.Loop``: one jitted step per batch, state donated),
+  started from the Estimator's initial parameters, timed over N steps after a warm-up
+  step, up to ``block_until_ready``.
+
+Runs alternate between the two sides and the best of ``--repeats`` is printed for each,
+with the ratio (ours / hand-written; issue 32 asks for >= 0.95).
+
+Usage: ``python benchmarks/modules.py [--steps N] [--repeats R] [--libraries nnx,keras]
+[--architectures mlp,cnn]``.
+Keras needs the JAX backend: this script sets ``KERAS_BACKEND=jax`` before importing it.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+import argparse  # noqa: E402
+import logging  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
+import estimator as est  # noqa: E402
+
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+)
+import modules_zoo as zoo  # noqa: E402
+
+N_BATCHES = 16  # distinct batches cycled through
+
+
+def make_tx():
+    return optax.adam(1e-3)
+
+
+class Initial(est.SessionRunHook):
+    def after_create_session(self, session, coord):
+        state = jax.device_get(session.state)
+        self.variables = {**state.trainable, **state.non_trainable}
+
+
+def estimator_side(case, x, y, steps, steps_per_execution=32):
+    """``(Estimator, input_fn, initial variables)`` after a first ``train()`` compiled."""
+    model = est.Estimator(
+        zoo.model_fn_for(case, make_tx),
+        tempfile.mkdtemp(prefix="bench_modules_"),
+        est.RunConfig(tf_random_seed=0, steps_per_execution=steps_per_execution),
+    )
+    input_fn = est.inputs.numpy_input_fn(
+        {"x": x}, y, batch_size=case.size.batch, num_epochs=None, shuffle=False
+    )
+    initial = Initial()
+    model.train(input_fn, steps=min(steps, 64), hooks=[initial])
+    return model, input_fn, initial.variables
+
+
+def time_estimator(model, input_fn, steps) -> float:
+    start = time.perf_counter()
+    model.train(input_fn, steps=steps)
+    return steps / (time.perf_counter() - start)
+
+
+def time_hand(loop, batches, steps) -> float:
+    start = time.perf_counter()
+    for i in range(steps):
+        loop.step(*batches[i % len(batches)])
+    jax.block_until_ready(loop.state)
+    return steps / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="steps per timed run (default: 1500 for the MLP, 200 for the others, a few "
+        "seconds each, so that train()'s fixed cost per call, two checkpoints, stays small)",
+    )
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--libraries", default=",".join(zoo.LIBRARIES))
+    parser.add_argument("--architectures", default=",".join(zoo.ARCHITECTURES))
+    args = parser.parse_args()
+    logging.getLogger("estimator").setLevel(logging.WARNING)
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    print(f"jax {jax.__version__}, backend {jax.default_backend()}, {zoo.BENCH}")
+    print(
+        f"{'library':8s} {'model':12s} {'estimator steps/s':>18s} {'hand-written':>13s}"
+        f" {'ratio':>6s}"
+    )
+    for library in args.libraries.split(","):
+        for arch in args.architectures.split(","):
+            case = zoo.case(library, arch, zoo.BENCH)
+            steps = args.steps or (1500 if arch == "mlp" else 200)
+            batches = zoo.batches(arch, case.size, N_BATCHES)
+            x = np.concatenate([b[0] for b in batches])
+            y = np.concatenate([b[1] for b in batches])
+            model, input_fn, initial = estimator_side(case, x, y, steps)
+            # XLA's CPU backend runs lax convolutions' gradients several times slower in a
+            # loop body than at the top level of a program: the CNN also runs one step per
+            # call (see the README).
+            single = estimator_side(case, x, y, steps, 1)[:2] if arch == "cnn" else None
+            loop = case.hand_loop(initial, make_tx())
+            loop.step(*batches[0])  # compile
+            jax.block_until_ready(loop.state)
+            ours, ones, theirs = [], [], []
+            for _ in range(args.repeats):  # alternate, so drifts in machine load hit both
+                ours.append(time_estimator(model, input_fn, steps))
+                if single:
+                    ones.append(time_estimator(*single, steps))
+                theirs.append(time_hand(loop, batches, steps))
+            a, b = max(ours), max(theirs)
+            print(f"{library:8s} {arch:12s} {a:18.0f} {b:13.0f} {a / b:6.2f}", flush=True)
+            if ones:
+                c = max(ones)
+                label = "(1 step/call)"
+                print(f"{'':8s} {label:12s} {c:18.0f} {b:13.0f} {c / b:6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
