@@ -148,7 +148,8 @@ def test_gcs_clients_follow_one_emulator(monkeypatch):
     # gcsfs reads STORAGE_EMULATOR_HOST, TensorStore (orbax's checkpoints) its own variable:
     # both must reach the same server, never the emulator for some files and GCS for others.
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "localhost:9023")
-    monkeypatch.delenv("TENSORSTORE_GCS_HTTP_URL", raising=False)
+    monkeypatch.setenv("TENSORSTORE_GCS_HTTP_URL", "")  # recorded: restored afterwards
+    monkeypatch.delenv("TENSORSTORE_GCS_HTTP_URL")
     fs.check("gs://b/m", "model_dir")
     assert os.environ["TENSORSTORE_GCS_HTTP_URL"] == "http://localhost:9023"
     assert os.environ["EPATH_USE_TF"] == "false"  # set on import: epath serves gs:// via fsspec

@@ -144,7 +144,8 @@ def bucket(request):
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
             patch.setenv(key, value)
-        patch.delenv("TENSORSTORE_GCS_HTTP_URL", raising=False)  # derived by estimator.io.fs
+        patch.setenv("TENSORSTORE_GCS_HTTP_URL", "")  # recorded: restored afterwards
+        patch.delenv("TENSORSTORE_GCS_HTTP_URL")  # derived from the emulator's by io.fs
         patch.setenv("GOOGLE_CLOUD_PROJECT", "test")
         metadata = sys.modules.get("google.auth.compute_engine._metadata")
         if metadata is not None and "NO_GCE_CHECK" in env:  # read when imported
