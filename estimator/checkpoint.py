@@ -18,6 +18,14 @@ silently as a different model). Damage of any kind raises :class:`DataLossError`
 checkpoint, what is wrong and the previous checkpoint; ``RunConfig(restore_fallback=True)``
 makes ``train()`` resume from the newest intact checkpoint instead.
 
+``model_dir`` may be a storage URL (``estimator.io.fs``). orbax writes ``gs://`` itself
+(through TensorStore; a step directory is complete when it holds orbax's
+``commit_success.txt``); for other protocols (``s3://``, ...), which orbax cannot write,
+each checkpoint is written to a local staging directory and published to the URL in the
+background when complete, ``commit_success.txt`` last (``estimator.io.staging``), and read
+through a local copy. Retention applies to the URL too: the newest
+``keep_checkpoint_max`` published checkpoints stay, with those the writer's policy keeps.
+
 TF names checkpoints ``model.ckpt-<step>``; orbax's step naming needs an underscore.
 Retention follows ``RunConfig``: the newest ``keep_checkpoint_max`` (0/None keeps all),
 plus one every ``keep_checkpoint_every_n_hours`` as TF's ``Saver`` (timed from when the
@@ -26,12 +34,14 @@ writer was created). The newest checkpoint is never deleted.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import datetime
 import logging
 import os
-import re
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -41,8 +51,16 @@ import numpy as np
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers as ocm
 
-from estimator.io import checksums
-from estimator.io.paths import local_path
+from estimator.checkpoint_paths import _STEP_DIR as _STEP_DIR
+from estimator.checkpoint_paths import STEP_PREFIX as STEP_PREFIX
+from estimator.checkpoint_paths import checkpoint_step as checkpoint_step
+from estimator.checkpoint_paths import complete_steps as complete_steps
+from estimator.checkpoint_paths import latest_checkpoint as latest_checkpoint
+from estimator.checkpoint_paths import previous_checkpoint as previous_checkpoint
+from estimator.checkpoint_paths import quarantine as quarantine
+from estimator.checkpoint_paths import resolve as resolve
+from estimator.checkpoint_paths import step_dir as step_dir
+from estimator.io import checksums, fs, staging
 
 logger = logging.getLogger("estimator")
 
@@ -54,8 +72,6 @@ __all__ = [
     "load_variable",
 ]
 
-STEP_PREFIX = "model.ckpt"
-_STEP_DIR = re.compile(r"^model\.ckpt_(\d+)$")
 #: The metadata's format: 2 records checksums (format 1, before them, is read unchecked).
 FORMAT = 2
 
@@ -84,43 +100,6 @@ class _KeepEveryNHours:
                 last = when
             result.append(keep)
         return result
-
-
-def step_dir(model_dir: str, step: int) -> str:
-    """The path of the checkpoint of ``step`` under ``model_dir``."""
-    return os.path.join(os.fspath(model_dir), f"{STEP_PREFIX}_{int(step)}")
-
-
-def checkpoint_step(path: str) -> int:
-    """The global step of a checkpoint path (``.../model.ckpt_120`` -> 120).
-
-    Raises:
-      ValueError: when ``path`` is not a checkpoint directory name.
-    """
-    match = _STEP_DIR.match(os.path.basename(os.path.normpath(os.fspath(path))))
-    if not match:
-        raise ValueError(
-            f"{path} is not a checkpoint: expected a directory named {STEP_PREFIX}_<step> "
-            "written by an Estimator (see Estimator.latest_checkpoint())."
-        )
-    return int(match.group(1))
-
-
-def latest_checkpoint(model_dir) -> str | None:
-    """The newest complete checkpoint under ``model_dir``, or None
-    (``tf.train.latest_checkpoint``). Incomplete (interrupted) saves are ignored."""
-    model_dir = os.fspath(model_dir)
-    if not os.path.isdir(model_dir):
-        return None
-    steps = []
-    for name in os.listdir(model_dir):
-        match = _STEP_DIR.match(name)
-        full = os.path.join(model_dir, name)
-        if match and os.path.isfile(os.path.join(full, "meta", "metadata")):
-            # orbax finalises the step directory by renaming it; a directory with this name
-            # is complete. ``meta/metadata`` is the last item we need to read it.
-            steps.append(int(match.group(1)))
-    return step_dir(model_dir, max(steps)) if steps else None
 
 
 _LOCAL = contextvars.ContextVar("checkpoint_process_local", default=False)
@@ -154,27 +133,6 @@ def _pytree_checkpointer() -> ocp.Checkpointer:
     return ocp.Checkpointer(handler, multiprocessing_options=options)
 
 
-def _meta_path(path: str) -> str:
-    return os.path.join(os.path.abspath(path), "meta")
-
-
-def previous_checkpoint(path: str) -> str | None:
-    """The newest complete checkpoint before ``path`` in its directory, or None."""
-    path = os.path.normpath(os.fspath(path))
-    match = _STEP_DIR.match(os.path.basename(path))
-    parent = os.path.dirname(path)
-    if not match or not os.path.isdir(parent):
-        return None
-    steps = [
-        int(m.group(1))
-        for name in os.listdir(parent)
-        if (m := _STEP_DIR.match(name))
-        and int(m.group(1)) < int(match.group(1))
-        and os.path.isfile(os.path.join(parent, name, "meta", "metadata"))
-    ]
-    return step_dir(parent, max(steps)) if steps else None
-
-
 def _way_back(path: str) -> str:
     previous = previous_checkpoint(path)
     then = (
@@ -197,7 +155,7 @@ def _corrupt(path: str, item: str, err: BaseException | str) -> DataLossError:
         else f"cannot be read ({type(err).__name__}: {err})"
     )
     return DataLossError(
-        f"The checkpoint {path} is corrupt: {os.path.join(path, item)} {what}. {_way_back(path)}"
+        f"The checkpoint {path} is corrupt: {fs.join(path, item)} {what}. {_way_back(path)}"
     )
 
 
@@ -205,7 +163,7 @@ def _damaged_arrays(path: str, item: str, problems: list[str]) -> DataLossError:
     shown = "\n".join(f"  {p}" for p in problems[:10])
     more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
     return DataLossError(
-        f"The checkpoint {path} is damaged: arrays in {os.path.join(path, item)} do not "
+        f"The checkpoint {path} is damaged: arrays in {fs.join(path, item)} do not "
         f"match the checksums recorded when it was written:\n{shown}{more}\n{_way_back(path)}"
     )
 
@@ -218,10 +176,11 @@ def read_meta(path: str) -> dict:
     """
     try:
         options = multiprocessing_options()
-        restored = ocp.Checkpointer(
-            ocp.JsonCheckpointHandler(multiprocessing_options=options),
-            multiprocessing_options=options,
-        ).restore(_meta_path(path))
+        with staging.readable(path, ("meta",)) as where:
+            restored = ocp.Checkpointer(
+                ocp.JsonCheckpointHandler(multiprocessing_options=options),
+                multiprocessing_options=options,
+            ).restore(fs.join(where, "meta"))
     except Exception as err:  # orbax and the file system raise many types for a damaged item
         raise _corrupt(path, os.path.join("meta", "metadata"), err) from None
     where = os.path.join("meta", "metadata")
@@ -231,7 +190,7 @@ def read_meta(path: str) -> dict:
         or not isinstance(restored.get("variables"), dict)
     ):
         raise _corrupt(path, where, ValueError("expected an object with global_step and variables"))
-    match = _STEP_DIR.match(os.path.basename(os.path.normpath(path)))
+    match = _STEP_DIR.match(fs.basename(path))
     if match and int(match.group(1)) != restored["global_step"]:
         raise _corrupt(
             path,
@@ -316,18 +275,19 @@ def _read_host(path: str, item: str, target=None):
     Raises:
       DataLossError: if the item cannot be read.
     """
-    directory = os.path.join(os.path.abspath(path), item)
     try:
-        if target is None:  # all of it, with the structure orbax recorded
-            recorded = ocp.StandardCheckpointer().metadata(directory).item_metadata.tree
-            target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype), recorded)
-        restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), target)
-        return ocp.PyTreeCheckpointer().restore(
-            directory,
-            args=ocp.args.PyTreeRestore(
-                item=target, restore_args=restore_args, partial_restore=True
-            ),
-        )
+        with staging.readable(path, (item,)) as where:
+            directory = fs.join(where, item)
+            if target is None:  # all of it, with the structure orbax recorded
+                recorded = ocp.StandardCheckpointer().metadata(directory).item_metadata.tree
+                target = jax.tree.map(lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype), recorded)
+            restore_args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), target)
+            return ocp.PyTreeCheckpointer().restore(
+                directory,
+                args=ocp.args.PyTreeRestore(
+                    item=target, restore_args=restore_args, partial_restore=True
+                ),
+            )
     except Exception as err:  # orbax and TensorStore raise many types for a damaged item
         raise _corrupt(path, item, err) from None
 
@@ -339,19 +299,6 @@ def verify_checkpoint(path: str) -> None:
       DataLossError: if any of it is damaged.
     """
     read_checkpoint(path)
-
-
-def quarantine(path: str) -> str:
-    """Renames a damaged checkpoint ``damaged.model.ckpt_<step>`` (a later one of that
-    step can then be saved, and nothing lists it as a checkpoint); returns the new path."""
-    parent, name = os.path.split(os.path.normpath(path))
-    target = os.path.join(parent, "damaged." + name)
-    suffix = 1
-    while os.path.exists(target):
-        suffix += 1
-        target = os.path.join(parent, f"damaged{suffix}.{name}")
-    os.rename(path, target)
-    return target
 
 
 def read_checkpoint(path: str) -> tuple[dict, Any]:
@@ -374,7 +321,7 @@ def read_checkpoint(path: str) -> tuple[dict, Any]:
     }
     _verify(path, "variables", variables, meta)
     opt_state = None
-    if os.path.isdir(os.path.join(os.path.abspath(path), "opt_state")):
+    if fs.isdir(fs.join(path, "opt_state")):
         opt_state = _read_host(path, "opt_state")
         _verify(path, "opt_state", opt_state, meta)
     return variables, opt_state
@@ -421,10 +368,16 @@ class Checkpointer:
     """Writes and reads the checkpoints under one ``model_dir`` (what TF's ``Saver`` does).
 
     Args:
-      model_dir: the directory.
+      model_dir: the directory: a local path or a URL (``gs://`` written by orbax itself;
+        other protocols staged locally and published, see the module docstring).
       keep_checkpoint_max: newest checkpoints to keep; 0 or None keeps all.
       keep_checkpoint_every_n_hours: also keep one checkpoint per this many hours.
-      async_save: write in a background thread (training goes on); ``wait()`` joins it.
+      async_save: write in a background thread (training goes on); ``wait()`` joins it
+        (and, for a staged URL, the publication).
+
+    Raises:
+      ValueError: a staged URL (not local, not gs://) in a job of several processes
+        (orbax writes one checkpoint from all of them into one directory).
     """
 
     def __init__(
@@ -435,7 +388,22 @@ class Checkpointer:
         *,
         async_save: bool = True,
     ) -> None:
-        self.model_dir = os.fspath(model_dir)
+        self.model_dir = fs.as_str(model_dir)
+        self._keep = keep_checkpoint_max or None
+        self._publisher: staging.Publisher | None = None
+        self._staging: str | None = None
+        directory = fs.abspath(self.model_dir)
+        if not staging.native(self.model_dir):
+            if jax.process_count() > 1:
+                raise ValueError(
+                    f"model_dir {self.model_dir!r}: orbax cannot write "
+                    f"{fs.protocol(self.model_dir)}:// itself, so its checkpoints are staged "
+                    "on this machine's disk and uploaded, which a job of several processes "
+                    "cannot share. Use a gs:// model_dir or a file system every process mounts."
+                )
+            self._staging = directory = tempfile.mkdtemp(prefix="jax-estimator-staging-")
+            atexit.register(shutil.rmtree, self._staging, True)  # if close() is never called
+            self._publisher = staging.Publisher(self._staging, self.model_dir, self._prune)
         policies: list[Any] = [ocm.LatestN(n=keep_checkpoint_max or None)]
         if keep_checkpoint_every_n_hours:
             policies.append(_KeepEveryNHours(keep_checkpoint_every_n_hours))
@@ -446,7 +414,7 @@ class Checkpointer:
             preservation_policy=ocm.AnyPreservationPolicy(policies),
         )
         self._manager = ocp.CheckpointManager(
-            os.path.abspath(self.model_dir),
+            directory,
             options=options,
             item_names=("variables", "opt_state", "meta"),
         )
@@ -462,10 +430,17 @@ class Checkpointer:
         Returns:
           The checkpoint's path (complete after :meth:`wait`).
         """
-        if int(global_step) in self._manager.all_steps():
+        if int(global_step) in self._manager.all_steps() or (
+            self._publisher is not None and int(global_step) in complete_steps(self.model_dir)
+        ):
             return step_dir(self.model_dir, global_step)  # the same state is on disk already
         variables = {"trainable": state.trainable, "non_trainable": state.non_trainable}
         opt_state = state.opt_state if with_opt_state else None
+        if opt_state is not None and not jax.tree.leaves(opt_state) and fs.is_url(self.model_dir):
+            # On object storage a state without arrays (optax.sgd's) is not written: orbax
+            # cannot find the directory of an item with no files there. It is restored from
+            # train_op's own (equally empty) state.
+            opt_state = None
         records = checksums.compute(variables, prefix="variables")
         if opt_state is not None:
             records.update(checksums.compute(opt_state, prefix="opt_state"))
@@ -488,18 +463,49 @@ class Checkpointer:
         if opt_state is not None:
             items["opt_state"] = ocp.args.StandardSave(opt_state)
         self._manager.save(int(global_step), args=ocp.args.Composite(**items), force=True)
+        if self._publisher is not None:
+            name = f"{STEP_PREFIX}_{int(global_step)}"
+            self._publisher.submit(name, pending=self._manager.is_saving_in_progress)
         return step_dir(self.model_dir, global_step)
+
+    def _prune(self, published: str) -> None:
+        """After a publication: deletes the URL's checkpoints that retention no longer
+        keeps (neither among the newest ``keep_checkpoint_max`` complete ones nor kept by
+        the writer's policy), older than the one just published."""
+        newest = checkpoint_step(published)
+        keep = set(self._manager.all_steps())
+        complete = complete_steps(self.model_dir)
+        if self._keep is None:
+            return
+        keep.update(complete[-self._keep :])
+        for name in fs.listdir(self.model_dir):
+            match = _STEP_DIR.match(name)
+            if match and int(match.group(1)) < newest and int(match.group(1)) not in keep:
+                fs.rmtree(fs.join(self.model_dir, name))
 
     def reload(self) -> None:
         """Re-reads which checkpoints exist in ``model_dir`` (they may have changed)."""
         self._manager.reload()
 
     def wait(self) -> None:
-        """Blocks until every started save is complete on disk."""
+        """Blocks until every started save is complete in ``model_dir``.
+
+        Raises:
+          The error of a publication that failed (staged URLs).
+        """
         self._manager.wait_until_finished()
+        if self._publisher is not None:
+            self._publisher.wait()
 
     def close(self) -> None:
-        self._manager.close()
+        """Completes every started save (and publication), then releases the writer."""
+        try:
+            self._manager.close()
+            if self._publisher is not None:
+                self._publisher.close()
+        finally:
+            if self._staging is not None:
+                shutil.rmtree(self._staging, ignore_errors=True)
 
 
 def _sharding(spec):
@@ -547,11 +553,18 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
         )
         if values
     }
+    items = ("variables", "opt_state") if with_opt_state else ("variables",)
+    with staging.readable(path, items) as where:
+        return _restore(path, where, abstract_state, target, meta, with_opt_state)
+
+
+def _restore(path, where, abstract_state, target, meta, with_opt_state):
+    """:func:`restore` reading from ``where`` (``path`` itself or a local copy of it)."""
     restored = {}
     if target:
         try:
             restored = _pytree_checkpointer().restore(
-                os.path.join(os.path.abspath(path), "variables"),
+                fs.join(where, "variables"),
                 args=ocp.args.PyTreeRestore(
                     item=target, restore_args=_restore_args(target), partial_restore=True
                 ),
@@ -560,9 +573,19 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
             raise _corrupt(path, "variables", err) from None
         _verify(path, "variables", restored, meta)
     opt_state = None
+    if (
+        with_opt_state
+        and not jax.tree.leaves(abstract_state.opt_state)
+        and not fs.isdir(fs.join(where, "opt_state"))
+    ):
+        return (
+            restored.get("trainable", {}),
+            restored.get("non_trainable", {}),
+            abstract_state.opt_state,  # no arrays: the structure is the value
+        )
     if with_opt_state:
-        opt_path = os.path.join(os.path.abspath(path), "opt_state")
-        if not os.path.isdir(opt_path):
+        opt_path = fs.join(where, "opt_state")
+        if not fs.isdir(opt_path):
             raise ValueError(
                 f"The checkpoint {path} has no optimizer state; it cannot resume training. "
                 "Warm-start a new model_dir from it instead (warm_start_from=...)."
@@ -612,33 +635,3 @@ def _optimizer_changed(path: str, detail: str) -> ValueError:
         f"optimizer changed?): {detail}. Train in a new model_dir, or warm-start from "
         "this checkpoint (which reads variables only)."
     )
-
-
-def resolve(checkpoint_path, model_dir: str, what: str) -> str | None:
-    """The checkpoint ``evaluate``/``predict``/export use: ``checkpoint_path`` (a
-    checkpoint, or a directory of them: its latest), else the latest in ``model_dir``,
-    else None (logged: fresh variables are used, as TF).
-
-    Raises:
-      ValueError: "Could not find trained model at ..." for a path without a checkpoint.
-    """
-    if checkpoint_path:
-        checkpoint_path = local_path(checkpoint_path, "checkpoint_path")
-        if os.path.isdir(checkpoint_path) and not _STEP_DIR.match(
-            os.path.basename(os.path.normpath(checkpoint_path))
-        ):
-            latest = latest_checkpoint(checkpoint_path)
-            if latest is None:
-                raise ValueError(f"Could not find trained model at {checkpoint_path}.")
-            return latest
-        if not os.path.isdir(checkpoint_path):
-            raise ValueError(f"Could not find trained model at {checkpoint_path}.")
-        return checkpoint_path
-    latest = latest_checkpoint(model_dir)
-    if not latest:
-        logger.info(
-            "Could not find trained model in model_dir: %s, running initialization to %s.",
-            model_dir,
-            what,
-        )
-    return latest

@@ -47,6 +47,7 @@ from estimator import distribute
 from estimator.estimator import Estimator
 from estimator.hooks.basic import SecondOrStepTimer
 from estimator.hooks.session_run_hook import SessionRunHook
+from estimator.io import fs
 from estimator.summary import read_eval_metrics
 
 __all__ = [
@@ -72,7 +73,7 @@ _WATCHERS: weakref.WeakSet = weakref.WeakSet()
 def _same_dir(a: str | None, b: str | None) -> bool:
     if a is None or b is None:
         return False
-    return os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b))
+    return fs.abspath(a) == fs.abspath(b)
 
 
 def register_evaluator(evaluator) -> None:
@@ -97,12 +98,12 @@ def _evaluated_here(eval_dir: str) -> bool:
 
 
 def _dirs_with_results(model_dir: str) -> list[str]:
-    if not model_dir or not os.path.isdir(model_dir):
+    if not model_dir:
         return []
     return sorted(
-        os.path.join(model_dir, name)
-        for name in os.listdir(model_dir)
-        if name.startswith("eval") and os.path.isfile(os.path.join(model_dir, name, EVAL_RESULTS))
+        fs.join(model_dir, name)
+        for name in fs.listdir(model_dir)
+        if name.startswith("eval") and fs.isfile(fs.join(model_dir, name, EVAL_RESULTS))
     )
 
 
@@ -259,7 +260,7 @@ class _MetricCheck:
         if self.warned_empty or _evaluated_here(self.eval_dir):
             return  # an evaluator of this process writes here: results are on their way
         self.warned_empty = True
-        here = sorted({os.path.normpath(e.eval_dir) for e in list(_EVALUATORS)})
+        here = sorted({fs.abspath(e.eval_dir) for e in list(_EVALUATORS)})
         others = [d for d in _dirs_with_results(self.model_dir) if not _same_dir(d, self.eval_dir)]
         others = [d for d in others if d not in here]
         hint = ""

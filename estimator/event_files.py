@@ -1,17 +1,27 @@
 """TensorBoard event files, written synchronously with tensorboardX's record writer and
 summary protos (no TensorFlow): :class:`EventWriter` and the process's writer per
-directory, :func:`writer_for` (TF's ``FileWriterCache``)."""
+directory, :func:`writer_for` (TF's ``FileWriterCache``).
+
+A directory may be a storage URL (``estimator.io.fs``). Object stores cannot append, so
+there the events are written to a local file and the whole file is uploaded over the
+object at every ``flush`` and at ``close`` (TensorBoard reads it as it grows: each upload
+replaces the object with a longer one)."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
 
 import numpy as np
+
+from estimator.io import fs
 
 __all__ = ["EventWriter", "FLUSH_SECS", "add_text", "writer_for"]
 
@@ -44,7 +54,8 @@ class EventWriter:
     ``events.out.tfevents.<time>.<host>.<pid>.<n>`` (two writers never share a name).
 
     Args:
-      logdir: the directory (created if missing).
+      logdir: the directory (created if missing), or a storage URL (the file is written
+        locally and uploaded at each ``flush``).
     """
 
     _count = itertools.count()
@@ -52,10 +63,15 @@ class EventWriter:
     def __init__(self, logdir: str) -> None:
         from tensorboardX.event_file_writer import EventsWriter
 
-        os.makedirs(logdir, exist_ok=True)
-        self.logdir = logdir
+        self.logdir = fs.as_str(logdir)
+        self._staging = None
+        if fs.is_url(logdir):
+            self._staging = tempfile.mkdtemp(prefix="jax-estimator-events-")
+            atexit.register(shutil.rmtree, self._staging, True)  # writers live as long
+        local = self._staging or self.logdir
+        os.makedirs(local, exist_ok=True)
         suffix = f".{os.getpid()}.{next(self._count)}"
-        self._writer = EventsWriter(os.path.join(logdir, "events"), suffix)
+        self._writer = EventsWriter(os.path.join(local, "events"), suffix)
 
     def _add(self, summary, step: int) -> None:
         from tensorboardX.proto.event_pb2 import Event
@@ -108,9 +124,22 @@ class EventWriter:
 
     def flush(self) -> None:
         self._writer.flush()
+        self._upload()
 
     def close(self) -> None:
         self._writer.close()
+        self._upload()
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
+            self._staging = None
+
+    def _upload(self) -> None:
+        """Uploads the local event file over its object (storage URLs only)."""
+        if self._staging is None:
+            return
+        for name in os.listdir(self._staging):
+            with open(os.path.join(self._staging, name), "rb") as f:
+                fs.write_bytes(fs.join(self.logdir, name), f.read())
 
 
 _WRITERS: dict[str, EventWriter] = {}
@@ -119,7 +148,7 @@ _LOCK = threading.Lock()
 
 def writer_for(logdir: str) -> EventWriter:
     """The process's :class:`EventWriter` for ``logdir`` (TF's ``FileWriterCache``)."""
-    logdir = os.fspath(logdir)
+    logdir = fs.as_str(logdir)
     with _LOCK:
         writer = _WRITERS.get(logdir)
         if writer is None:

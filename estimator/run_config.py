@@ -22,7 +22,7 @@ import jax
 
 from estimator import platform
 from estimator.inputs import fn_args
-from estimator.io.paths import local_path
+from estimator.io import fs
 from estimator.model import dtype_policy as _dtype_policy
 
 __all__ = ["RunConfig", "TaskType"]
@@ -114,7 +114,9 @@ def _validate(config: RunConfig) -> None:
 
     check("model_dir", lambda d: d, "model_dir should be non-empty")
     if config.model_dir:
-        local_path(config.model_dir, "model_dir")  # a URL would become a local directory
+        # A URL is served by its file system (estimator.io.fs), or refused here, naming
+        # the package to install; it never becomes a local directory named after its scheme.
+        fs.check(config.model_dir, "model_dir", write=True)
     check("save_summary_steps", lambda s: s >= 0, "save_summary_steps should be >= 0")
     check("save_checkpoints_steps", lambda s: s >= 0, "save_checkpoints_steps should be >= 0")
     check("save_checkpoints_secs", lambda s: s >= 0, "save_checkpoints_secs should be >= 0")
@@ -198,7 +200,7 @@ def _model_dir(tf_config: dict, model_dir) -> str | None:
     if in_config == "":
         raise ValueError("model_dir in TF_CONFIG should be non-empty.")
     if in_config:
-        local_path(in_config, 'TF_CONFIG["model_dir"]')
+        fs.check(in_config, 'TF_CONFIG["model_dir"]', write=True)
     if in_config:
         if model_dir and in_config != model_dir:
             raise ValueError(
@@ -259,7 +261,9 @@ class RunConfig:
     """Run configuration of an Estimator; immutable, changed with :meth:`replace`.
 
     Args:
-      model_dir: directory for checkpoints, event files and exports (str or PathLike).
+      model_dir: directory for checkpoints, event files and exports (str or PathLike), or
+        a storage URL (``gs://bucket/dir``, ``s3://bucket/dir``, any fsspec protocol whose
+        package is installed; see ``estimator.io.fs``).
       tf_random_seed: int seed of every random choice (initial values, ``next_rng_key``).
         None draws one seed per Estimator (logged), like TF's unseeded graphs.
       save_summary_steps: write summaries every this many steps (0 disables).
@@ -591,7 +595,7 @@ def config_with_model_dir(config, model_dir) -> RunConfig:
     if model_dir is not None:
         model_dir = os.fspath(model_dir)
         if model_dir:
-            model_dir = local_path(model_dir, "model_dir")
+            fs.check(model_dir, "model_dir", write=True)
         if config.model_dir is not None and config.model_dir != model_dir:
             raise ValueError(
                 "`model_dir` are set both in constructor and `RunConfig`, but with different "
@@ -603,4 +607,7 @@ def config_with_model_dir(config, model_dir) -> RunConfig:
         model_dir = tempfile.mkdtemp()
         logger.warning("Using temporary folder as model directory: %s", model_dir)
         config = config.replace(model_dir=model_dir)
+    normal = fs.check(config.model_dir, "model_dir", write=True)  # file:// and trailing /
+    if normal != config.model_dir:
+        config = config.replace(model_dir=normal)
     return config

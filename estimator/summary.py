@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 
 import jax.numpy as jnp
@@ -28,6 +27,7 @@ import numpy as np
 from estimator.event_files import FLUSH_SECS, add_text, writer_for
 from estimator.hooks.basic import LOSS, SecondOrStepTimer
 from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
+from estimator.io import fs
 from estimator.mode_keys import ModeKeys
 from estimator.model.padding import row_mask
 from estimator.model.variables import _frame, _scope_prefix
@@ -225,7 +225,7 @@ def write_eval_results(eval_dir: str, results: dict, checkpoint_path: str | None
     ``eval_results.jsonl`` (read back by :func:`read_eval_metrics`, e.g. for early
     stopping and ``BestExporter``), and the scalars as TensorBoard events at their global
     step."""
-    os.makedirs(eval_dir, exist_ok=True)
+    fs.makedirs(eval_dir)
     step = int(results["global_step"])
     record = {
         "global_step": step,
@@ -233,8 +233,8 @@ def write_eval_results(eval_dir: str, results: dict, checkpoint_path: str | None
         "time": time.time(),
         "metrics": {k: _jsonable(v) for k, v in results.items()},
     }
-    with open(os.path.join(eval_dir, EVAL_RESULTS), "a") as f:
-        f.write(json.dumps(record, sort_keys=True) + "\n")
+    line = json.dumps(record, sort_keys=True) + "\n"
+    fs.append_bytes(fs.join(eval_dir, EVAL_RESULTS), line.encode("utf-8"))
     writer = writer_for(eval_dir)
     for key, value in results.items():
         if key == "global_step":
@@ -253,18 +253,19 @@ def read_eval_metrics(eval_dir: str) -> dict[int, dict]:
     (``tf.estimator.experimental.read_eval_metrics``): each step's scalar metrics, as TF
     reads them back from the events' simple values (so no ``global_step`` key and no
     arrays). A step evaluated twice keeps its latest results. Missing directory: empty."""
-    path = os.path.join(eval_dir, EVAL_RESULTS)
-    if not os.path.isfile(path):
+    path = fs.join(eval_dir, EVAL_RESULTS)
+    try:
+        text = fs.read_bytes(path).decode("utf-8")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return {}
     by_step: dict[int, dict] = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                record = json.loads(line)
-                by_step[int(record["global_step"])] = {
-                    k: v
-                    for k, v in record["metrics"].items()
-                    if k != "global_step" and isinstance(v, int | float)
-                }
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            record = json.loads(line)
+            by_step[int(record["global_step"])] = {
+                k: v
+                for k, v in record["metrics"].items()
+                if k != "global_step" and isinstance(v, int | float)
+            }
     return dict(sorted(by_step.items()))

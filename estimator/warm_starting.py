@@ -69,7 +69,7 @@ from estimator import checkpoint as ckpt
 from estimator.export import read_variables
 from estimator.export._integrity import verify
 from estimator.export._loader import MANIFEST
-from estimator.io.paths import local_path
+from estimator.io import fs, staging
 from estimator.vocab_remap import VocabInfo, remap
 
 __all__ = ["WarmStartSettings", "VocabInfo", "variable_names"]
@@ -119,7 +119,7 @@ class WarmStartSettings(
     ):
         if not ckpt_to_initialize_from:
             raise ValueError("`ckpt_to_initialize_from` MUST be set in WarmStartSettings")
-        ckpt_to_initialize_from = local_path(ckpt_to_initialize_from, "ckpt_to_initialize_from")
+        ckpt_to_initialize_from = fs.check(ckpt_to_initialize_from, "ckpt_to_initialize_from")
         if vars_to_warm_start is not None and not isinstance(vars_to_warm_start, str):
             if not isinstance(vars_to_warm_start, (list, tuple)):
                 raise ValueError(
@@ -219,9 +219,10 @@ class _Source:
         if self.kind == "checkpoint":  # checked against its checksums
             saved, opt_state = ckpt.read_checkpoint(self.where)
         else:  # checked against the manifest's sha256 of every file
-            with open(os.path.join(self.where, MANIFEST)) as f:
-                verify(self.where, json.load(f).get("files"))
-            saved = read_variables(self.where)
+            with staging.readable(self.where) as local:
+                with open(os.path.join(local, MANIFEST)) as f:
+                    verify(local, json.load(f).get("files"))
+                saved = read_variables(local)
         self.values: dict[str, Any] = {**saved["non_trainable"], **saved["trainable"]}
         self.trainable = set(saved["trainable"])
         if opt_state is not None:
@@ -243,15 +244,15 @@ class _Source:
 def _resolve(location: str) -> tuple[str, str]:
     """``(path, "checkpoint" | "export")`` of a warm-start source."""
 
-    location = os.fsdecode(location)
-    if os.path.isfile(os.path.join(location, MANIFEST)):
+    location = fs.as_str(location)
+    if fs.isfile(fs.join(location, MANIFEST)):
         return location, "export"
-    base = os.path.basename(os.path.normpath(location))
+    base = fs.basename(location)
     tf_style = re.fullmatch(re.escape(ckpt.STEP_PREFIX) + r"-(\d+)", base)
     if tf_style:  # TF's "model.ckpt-1000" names our "model.ckpt_1000"
-        location = ckpt.step_dir(os.path.dirname(os.path.normpath(location)), tf_style[1])
-        base = os.path.basename(location)
-    if ckpt._STEP_DIR.match(base) and os.path.isdir(os.path.join(location, "variables")):
+        location = ckpt.step_dir(fs.dirname(location), tf_style[1])
+        base = fs.basename(location)
+    if ckpt._STEP_DIR.match(base) and fs.isdir(fs.join(location, "variables")):
         return location, "checkpoint"
     latest = ckpt.latest_checkpoint(location)
     if latest is not None:

@@ -158,8 +158,9 @@ def _run(context, case, model_dir: str, scratch: str, expected: dict) -> str | N
     if child.exitcode < 0:
         return f"{case}: killed by signal {-child.exitcode}"
     what, value = results.get(timeout=10)
-    if child.exitcode == 0:
-        if what != "values" or value not in expected[action]:
+    if what == "values":  # judged by what it read; a status from the teardown of
+        # orbax's threads at exit (seen once in 200 cases) is not the read's result
+        if value not in expected[action]:
             return f"{case}: values of no intact checkpoint: {str(value)[:300]}"
         return None
     checkpoint = os.path.join(scratch, "model.ckpt_4")

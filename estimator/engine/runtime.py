@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import functools
 import logging
-import os
 import signal
 import time
 from collections.abc import Iterator
@@ -51,6 +50,7 @@ from estimator.inputs import (
     host_batches,
     placement,
 )
+from estimator.io import fs
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 from estimator.model.padding import RowPadding
@@ -91,7 +91,7 @@ class Runtime:
         self.input_transform = input_transform
         self.mesh = distribute.mesh_for(config)
         self.processes = jax.process_count()
-        distribute.check_same("model_dir", os.path.abspath(config.model_dir))
+        distribute.check_same("model_dir", fs.abspath(config.model_dir))
         self.is_chief = distribute.is_chief(config)
         partitions = config.variable_partitions
         if partitions and self.mesh is None:
@@ -183,7 +183,7 @@ class Runtime:
 
     def eval_dir(self, name: str | None = None) -> str:
         """``model_dir/eval`` or ``model_dir/eval_<name>``."""
-        return os.path.join(self.model_dir, "eval" if not name else "eval_" + name)
+        return fs.join(self.model_dir, "eval" if not name else "eval_" + name)
 
     def input_context(self) -> distribute.InputContext:
         """This process's share of the input (what ``input_fn(input_context)`` receives)."""

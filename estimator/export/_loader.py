@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,8 +17,7 @@ from jax import export as jax_export
 
 from estimator.export._csv import apply_decodes
 from estimator.export._integrity import safe_path, verify
-from estimator.io import SparseValue, parse_example
-from estimator.io.paths import local_path
+from estimator.io import SparseValue, fs, parse_example
 from estimator.preprocessing import InputTransform, VarLenFeature, feature_from_config
 
 __all__ = ["load", "LoadedModel", "Signature"]
@@ -500,9 +502,15 @@ def load(path, *, verify_files: bool = True) -> LoadedModel:
     not a forger who rewrites the manifest too; sign or checksum the directory out of band
     for that.
 
+    An export in storage (a ``gs://``, ``s3://``, ... URL, ``estimator.io.fs``) is
+    downloaded to a local temporary directory first (removed when the model is garbage
+    collected) and checked there; the model's ``path`` stays the URL, and messages name it.
+    A version directory without its ``manifest.json`` (published last) is refused before
+    anything is downloaded.
+
     Args:
       path: the export directory (str, bytes as returned by ``export_saved_model``, or
-        PathLike).
+        PathLike), or a storage URL.
       verify_files: check every file's sha256 against the manifest (reads each file once;
         ``False`` skips it, for speed with exports you have just verified).
 
@@ -513,4 +521,25 @@ def load(path, *, verify_files: bool = True) -> LoadedModel:
       ValueError: if ``path`` is not a complete export, or its manifest or a file in it is
         corrupt, altered, or points outside the export (the message names the file).
     """
-    return LoadedModel(local_path(path, "The export path"), verify_files=verify_files)
+    path = fs.check(path, "The export path")
+    if not fs.is_url(path):
+        return LoadedModel(path, verify_files=verify_files)
+    if not fs.isfile(fs.join(path, MANIFEST)):
+        raise ValueError(
+            f"{path} is not a complete export: expected {MANIFEST}, which an export to "
+            "storage uploads last (a version directory without it is an upload in progress "
+            "or an interrupted one). Wait for it, or export again."
+        )
+    local = tempfile.mkdtemp(prefix="jax-estimator-export-")
+    try:
+        fs.get_tree(path, local)
+        model = LoadedModel(local, verify_files=verify_files)
+    except ValueError as err:
+        shutil.rmtree(local, ignore_errors=True)
+        raise ValueError(str(err).replace(local, path)) from None
+    except BaseException:
+        shutil.rmtree(local, ignore_errors=True)
+        raise
+    model.path = path
+    weakref.finalize(model, shutil.rmtree, local, True)
+    return model

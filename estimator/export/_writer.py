@@ -6,6 +6,14 @@ The artifact (see ``estimator.export`` for the layout) is written to
 random part; ours keeps concurrent exports apart). A failure removes the temporary
 directory; a killed process leaves at most a ``temp-`` directory, which the loader refuses.
 Each signature's manifest entry records its ``mode`` and TF's ``method_name``.
+
+``export_dir_base`` may be a storage URL (``estimator.io.fs``). Object stores have no
+rename, so the export is written as above into a local scratch directory and then uploaded
+to ``<export_dir_base>/<timestamp>/`` file by file, ``manifest.json`` last (a TF SavedModel:
+``saved_model.pb`` last). Readers (the loader, the server's version poller, exporters'
+garbage collection) take a version directory for an export only once it has its manifest;
+a failed upload deletes what it wrote, and one killed midway leaves a directory without a
+manifest, which the loader refuses and the server ignores.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from estimator.export._receivers import (
     SupervisedInputReceiver,
     TensorServingInputReceiver,
 )
-from estimator.io.paths import local_path
+from estimator.io import fs
 from estimator.mode_keys import ModeKeys
 from estimator.model.export_output import EvalOutput
 from estimator.model.strings import IndexToString
@@ -331,9 +339,9 @@ def _copy_assets(transform, target: str) -> list[str]:
 
 def _timestamped(base: str) -> str:
     stamp = int(time.time())
-    while os.path.exists(os.path.join(base, str(stamp))):
+    while fs.exists(fs.join(base, str(stamp))):
         stamp += 1  # a clash in the same second gets a later name (TF sleeps instead)
-    return os.path.join(base, str(stamp))
+    return fs.join(base, str(stamp))
 
 
 def export(
@@ -360,21 +368,40 @@ def export(
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {list(FORMATS)}; got {format!r}.")
-    export_dir_base = local_path(export_dir_base, "export_dir_base")
+    export_dir_base = fs.check(export_dir_base, "export_dir_base", write=True)
     if jax.process_count() > 1 and not estimator.runtime.is_chief:
         logger.info("The chief writes the export; process %d does not.", jax.process_index())
         return None
     write = _export_tf_saved_model if format == "tf_saved_model" else _export
+    options = dict(
+        assets_extra=assets_extra,
+        as_text=as_text,
+        checkpoint_path=checkpoint_path,
+        platforms=platforms,
+    )
     with ckpt.process_local():  # the chief alone: no process waits for the others
-        return write(
-            estimator,
-            export_dir_base,
-            receiver_fns,
-            assets_extra=assets_extra,
-            as_text=as_text,
-            checkpoint_path=checkpoint_path,
-            platforms=platforms,
-        )
+        if not fs.is_url(export_dir_base):
+            return write(estimator, export_dir_base, receiver_fns, **options)
+        scratch = tempfile.mkdtemp(prefix="jax-export-")
+        try:
+            local = write(estimator, scratch, receiver_fns, **options).decode()
+            last = MANIFEST if format == "jax" else "saved_model.pb"
+            return _upload(local, export_dir_base, last).encode()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _upload(local: str, base: str, last: str) -> str:
+    """Uploads the export directory ``local`` to ``<base>/<timestamp>``, ``last`` last;
+    returns that URL. A failed upload deletes what it wrote."""
+    final = _timestamped(base)
+    try:
+        fs.put_tree(local, final, last=(last,))
+    except BaseException:
+        fs.rmtree(final)
+        raise
+    logger.info("Export uploaded to: %s", final)
+    return final
 
 
 def _export_tf_saved_model(

@@ -28,6 +28,7 @@ import jax
 
 from estimator.hooks.basic import SecondOrStepTimer
 from estimator.hooks.session_run_hook import SessionRunHook
+from estimator.io.paths import local_path
 from estimator.mode_keys import ModeKeys
 
 __all__ = ["ProfilerHook"]
@@ -58,7 +59,8 @@ class ProfilerHook(SessionRunHook):
       save_steps: trace one step every this many global steps.
       save_secs: trace one step every this many seconds.
       output_dir: the TensorBoard log directory of the traces; "" is the current directory
-        (as TF).
+        (as TF). A local directory: ``jax.profiler`` writes local files only, so a storage
+        URL is refused (ValueError) rather than becoming a local directory named after it.
       show_dataflow: accepted for TF compatibility (XLA's trace has its own flow events).
       show_memory: also save a device memory profile (pprof, ``jax.profiler.
         save_device_memory_profile``) after each trace, ``memory.prof`` in its run directory
@@ -102,7 +104,7 @@ class ProfilerHook(SessionRunHook):
             self._range = (int(first), int(last))
         else:
             self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
-        self._output_dir = os.fspath(output_dir) or os.curdir
+        self._output_dir = local_path(output_dir, "ProfilerHook output_dir") or os.curdir
         self._show_memory = show_memory
         self._tracing: tuple[int, int] | None = None  # (first step, last step) in progress
         self._done = False

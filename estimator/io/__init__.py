@@ -9,9 +9,13 @@ This is a bottom layer: it knows nothing of the Estimator's engine. What lives h
   interleaving, sharding and CRC checks; ``"GZIP"``/``"ZLIB"``), and ``write_examples``
   (columns or a DataFrame to ``tf.Example`` files);
 * ``checksums``: CRC32C records of arrays (every checkpoint's, checked on every read);
-* ``paths``: which paths the package can use (``local_path`` refuses URLs before anything is
-  created) and the one place the TFRecord reader and writer open files (the seam for
-  remote storage);
+* ``fs``: local paths and storage URLs (``gs://``, ``s3://``, any fsspec protocol whose
+  package is installed) through one seam: every file the package reads and writes, from
+  ``model_dir`` to exports; ``staging``: checkpoints and exports for storage orbax cannot
+  write itself (written locally, published with a completion marker last);
+* ``paths``: the one place the TFRecord reader and writer open files (local or URLs,
+  through ``fs``), and ``local_path``, which refuses URLs for the few writers that write
+  local files only;
 * the parsing specs (``FixedLenFeature``, ``VarLenFeature``, ``SparseFeature``,
   ``RaggedFeature``, ``FixedLenSequenceFeature``) and ``parse_example``,
   ``parse_single_example``, ``parse_sequence_example``,
@@ -33,6 +37,7 @@ Synopsis::
 """
 
 from estimator.io import checksums as checksums
+from estimator.io import fs as fs
 from estimator.io import paths as paths
 from estimator.io import protos as protos
 from estimator.io import tfrecord as tfrecord
@@ -61,6 +66,7 @@ from estimator.io.tfrecord import read_records as read_records
 __all__ = [
     "checksums",
     "CorruptRecordError",
+    "fs",
     "TFRecordOptions",
     "TFRecordWriter",
     "list_files",

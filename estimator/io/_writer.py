@@ -30,7 +30,8 @@ class TFRecordWriter:
         ``"ZLIB"``).
 
     Raises:
-      ValueError: a bad compression type, or a URL (``estimator.io.paths.local_path``).
+      ValueError: a bad compression type, or a URL whose protocol is not available
+        (``estimator.io.fs``; a URL's object is uploaded by :meth:`close`).
     """
 
     def __init__(self, path, options=None) -> None:

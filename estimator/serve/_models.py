@@ -1,24 +1,24 @@
-"""Versioned model directory watcher: serves the newest version, reloads when one appears."""
+"""Versioned model directory watcher: serves the newest version, reloads when one appears.
+
+The base path may be a storage URL (``gs://``, ``s3://``, ...; ``estimator.io.fs``), as TF
+Serving's ``--model_base_path`` may: it is listed at every poll, and a version counts once
+its ``manifest.json`` is there (an export to storage uploads it last).
+"""
 
 import logging
-import os
 import threading
 
 from estimator import export
+from estimator.io import fs
 
 _LOG = logging.getLogger(__name__)
 
 
 def _versions(base_path: str) -> list[int]:
     """Version directories under ``base_path`` (numeric names, complete exports only)."""
-    try:
-        names = os.listdir(base_path)
-    except FileNotFoundError:
-        return []
+    names = fs.listdir(base_path)
     return sorted(
-        int(n)
-        for n in names
-        if n.isdigit() and os.path.isfile(os.path.join(base_path, n, "manifest.json"))
+        int(n) for n in names if n.isdigit() and fs.isfile(fs.join(base_path, n, "manifest.json"))
     )
 
 
@@ -31,12 +31,16 @@ class ModelWatcher:
 
     Args:
       name: the model name used in URLs.
-      base_path: directory holding one subdirectory per version (``<base>/<int>/``).
+      base_path: directory holding one subdirectory per version (``<base>/<int>/``), or a
+        storage URL.
       poll_seconds: how often to look for a new version (TF Serving's
         ``--file_system_poll_wait_seconds``); 0 disables polling.
       version_labels: ``{label: version}`` for requests that name a version by label
         (``version_labels`` of TF Serving's model config); a label of a version that is not
         the served one finds nothing.
+
+    Raises:
+      ValueError: a URL whose protocol is not available (names the package to install).
     """
 
     def __init__(
@@ -47,7 +51,7 @@ class ModelWatcher:
         version_labels: dict[str, int] | None = None,
     ) -> None:
         self.name = name
-        self.base_path = base_path
+        self.base_path = fs.check(base_path, "model_base_path")
         self.version_labels = dict(version_labels or {})
         # (version, model), replaced as one reference: a reader never pairs one version's
         # number with another's model.
@@ -82,7 +86,7 @@ class ModelWatcher:
             return
         newest = versions[-1]
         try:
-            model = export.load(os.path.join(self.base_path, str(newest)))
+            model = export.load(fs.join(self.base_path, str(newest)))
         except Exception:  # a broken version must not take the served one down
             _LOG.exception("Could not load version %s of %s", newest, self.name)
             return

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from estimator.inputs import fn_args
+from estimator.io import fs
 from estimator.summary import read_eval_metrics
 
 __all__ = ["Exporter", "LatestExporter", "FinalExporter", "BestExporter"]
@@ -127,12 +128,10 @@ class _SavedModelExporter(Exporter):
 
 def _export_versions(export_dir_base: str) -> list[int]:
     """The versions (10-digit directory names, as TF's ``gc``) under ``export_dir_base``."""
-    if not os.path.isdir(export_dir_base):
-        return []
     return sorted(
         int(name)
-        for name in os.listdir(export_dir_base)
-        if len(name) == 10 and name.isdigit() and os.path.isdir(os.path.join(export_dir_base, name))
+        for name in fs.listdir(export_dir_base)
+        if len(name) == 10 and name.isdigit() and fs.isdir(fs.join(export_dir_base, name))
     )
 
 
@@ -142,9 +141,12 @@ def _garbage_collect_exports(export_dir_base: str, exports_to_keep: int | None) 
         return
     versions = _export_versions(export_dir_base)
     for version in versions[: max(0, len(versions) - exports_to_keep)]:
-        path = os.path.join(export_dir_base, str(version))
+        path = fs.join(export_dir_base, str(version))
         try:
-            shutil.rmtree(path)
+            if fs.is_url(path):
+                fs.rmtree(path)
+            else:
+                shutil.rmtree(path)
         except OSError as err:
             logger.warning("Can not delete %s recursively: %s", path, err)
 
@@ -308,10 +310,9 @@ def _from_json(value):
 
 def _read_json(path: str) -> dict | None:
     try:
-        with open(path) as f:
-            return json.load(f)
+        return json.loads(fs.read_bytes(path))
     except (OSError, ValueError) as err:
-        if os.path.exists(path):
+        if fs.exists(path):
             logger.warning("Ignoring unreadable %s: %s", path, err)
         return None
 
@@ -408,7 +409,7 @@ class BestExporter(_SkipsRepeats, Exporter):
           The export directory (bytes), or None when the model is not better. Asked again
           for the checkpoint it exported last, it returns that export's directory.
         """
-        export_path = os.fspath(export_path)
+        export_path = fs.as_str(export_path)
         if self._export_path != export_path:
             self._export_path = export_path
             self._best_eval_result = self._load_best(estimator, export_path)
@@ -440,25 +441,22 @@ class BestExporter(_SkipsRepeats, Exporter):
             "time": time.time(),
             "eval_result": {k: _to_json(v) for k, v in eval_result.items()},
         }
-        path = os.path.join(export_path, BEST_RESULT_FILE)
-        temp = path + ".tmp"
-        with open(temp, "w") as f:
-            json.dump(record, f, indent=1, sort_keys=True)
-        os.replace(temp, path)
+        path = fs.join(export_path, BEST_RESULT_FILE)
+        fs.write_bytes(path, json.dumps(record, indent=1, sort_keys=True).encode())
 
     def _load_best(self, estimator, export_path: str) -> dict | None:
         """The best exported result in ``export_path`` from an earlier exporter, or None."""
-        record = _read_json(os.path.join(export_path, BEST_RESULT_FILE))
+        record = _read_json(fs.join(export_path, BEST_RESULT_FILE))
         candidates = []
         recorded_dir = None
         if record is not None and isinstance(record.get("eval_result"), dict):
             candidates.append({k: _from_json(v) for k, v in record["eval_result"].items()})
             recorded_dir = record.get("export_dir")
         unknown = [
-            os.path.join(export_path, str(v))
+            fs.join(export_path, str(v))
             for v in _export_versions(export_path)
             if recorded_dir is None
-            or os.path.normpath(os.path.join(export_path, str(v))) != os.path.normpath(recorded_dir)
+            or fs.abspath(fs.join(export_path, str(v))) != fs.abspath(recorded_dir)
         ]
         if unknown and (record is None or self._newer_than_record(unknown, recorded_dir)):
             candidates.extend(self._recover(estimator, unknown))
@@ -486,19 +484,19 @@ class BestExporter(_SkipsRepeats, Exporter):
     def _newer_than_record(unknown: list[str], recorded_dir: str | None) -> bool:
         if recorded_dir is None:
             return True
-        recorded = os.path.basename(os.path.normpath(recorded_dir))
-        return any(os.path.basename(p) > recorded for p in unknown)
+        recorded = fs.basename(recorded_dir)
+        return any(fs.basename(p) > recorded for p in unknown)
 
     def _recover(self, estimator, export_dirs: list[str]) -> list[dict]:
         """Evaluation results of the global steps of ``export_dirs``, from the eval dir."""
         if not self._event_file_pattern:
             return []
 
-        eval_dir = os.path.join(estimator.model_dir, os.path.dirname(self._event_file_pattern))
+        eval_dir = fs.join(estimator.model_dir, os.path.dirname(self._event_file_pattern))
         by_step = read_eval_metrics(eval_dir)
         found = []
         for export_dir in export_dirs:
-            manifest = _read_json(os.path.join(export_dir, "manifest.json")) or {}
+            manifest = _read_json(fs.join(export_dir, "manifest.json")) or {}
             step = manifest.get("global_step")
             if step is not None and int(step) in by_step:
                 metrics = {k: _from_json(v) for k, v in by_step[int(step)].items()}

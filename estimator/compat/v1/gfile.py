@@ -1,8 +1,10 @@
-"""``tf.gfile`` (TF 1.15's ``tf.compat.v1.gfile``) on the local file system (``os``,
-``shutil``, ``glob``); the ``tf.io.gfile`` spellings too.
-
-Remote file systems (``gs://``, ``hdfs://``) are not supported: their paths are refused
-with a ``ValueError`` naming the fix (mount them, or copy the data locally).
+"""``tf.gfile`` (TF 1.15's ``tf.compat.v1.gfile``) and the ``tf.io.gfile`` spellings: local
+paths through ``os``, ``shutil`` and ``glob``; storage URLs (``gs://``, ``s3://``, any
+fsspec protocol whose package is installed) through ``estimator.io.fs``, as TF's file
+systems served them. On object storage ``Rename`` copies and deletes (no atomic rename),
+``MkDir``/``MakeDirs`` create nothing (a prefix exists once a file is written under it), and
+``Stat`` gives TF's ``FileStatistics`` fields (``length``, ``mtime_nsec``,
+``is_directory``).
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import glob as _glob
 import os
 import shutil
+import types
 
 from estimator.compat._unsupported import module_getattr
+from estimator.io import fs
 
 __all__ = [
     "GFile",
@@ -45,19 +49,15 @@ __all__ = [
 __getattr__ = module_getattr("tf.gfile", __name__)
 
 
-def _local(path) -> str:
-    path = os.fsdecode(path)
-    if "://" in path:
-        raise ValueError(
-            f"{path}: only local paths are supported by tf.gfile here. Mount the file system "
-            "(e.g. gcsfuse) or copy the files to a local directory."
-        )
-    return path
+def _path(path) -> str:
+    """A local path, or a URL whose protocol is available (else the ValueError naming the
+    package to install)."""
+    return fs.check(path, "gfile path")
 
 
 def GFile(name, mode="r"):  # noqa: N802 (TF's names)
-    """``tf.gfile.GFile``: ``open(name, mode)``."""
-    return open(_local(name), mode)  # noqa: SIM115 (returned to the caller)
+    """``tf.gfile.GFile``: ``open(name, mode)`` (a URL's written file appears on close)."""
+    return fs.open_file(_path(name), mode)
 
 
 Open = GFile
@@ -65,55 +65,100 @@ FastGFile = GFile
 
 
 def Exists(filename) -> bool:  # noqa: N802
-    return os.path.exists(_local(filename))
+    return fs.exists(_path(filename))
 
 
 def IsDirectory(dirname) -> bool:  # noqa: N802
-    return os.path.isdir(_local(dirname))
+    return fs.isdir(_path(dirname))
 
 
 def ListDirectory(dirname) -> list[str]:  # noqa: N802
-    return os.listdir(_local(dirname))
+    path = _path(dirname)
+    if not fs.is_url(path):
+        return os.listdir(path)
+    if not fs.isdir(path):
+        raise FileNotFoundError(f"{path}: no such directory.")
+    return fs.listdir(path)
 
 
 def Glob(filename) -> list[str]:  # noqa: N802
-    return sorted(_glob.glob(_local(filename)))
+    path = _path(filename)
+    return fs.glob(path) if fs.is_url(path) else sorted(_glob.glob(path))
 
 
 def MakeDirs(dirname) -> None:  # noqa: N802
-    os.makedirs(_local(dirname), exist_ok=True)
+    fs.makedirs(_path(dirname))
 
 
 def MkDir(dirname) -> None:  # noqa: N802
-    os.mkdir(_local(dirname))
+    path = _path(dirname)
+    if not fs.is_url(path):
+        os.mkdir(path)
 
 
 def Remove(filename) -> None:  # noqa: N802
-    os.remove(_local(filename))
+    fs.remove(_path(filename))
 
 
 def DeleteRecursively(dirname) -> None:  # noqa: N802
-    shutil.rmtree(_local(dirname))
+    path = _path(dirname)
+    if fs.is_url(path):
+        fs.rmtree(path)
+    else:
+        shutil.rmtree(path)
 
 
 def Copy(oldpath, newpath, overwrite=False) -> None:  # noqa: N802
-    if not overwrite and os.path.exists(_local(newpath)):
+    source, target = _path(oldpath), _path(newpath)
+    if not overwrite and fs.exists(target):
         raise FileExistsError(f"{newpath} exists (pass overwrite=True)")
-    shutil.copyfile(_local(oldpath), _local(newpath))
+    if fs.is_url(source) or fs.is_url(target):
+        fs.write_bytes(target, fs.read_bytes(source))
+    else:
+        shutil.copyfile(source, target)
 
 
 def Rename(oldname, newname, overwrite=False) -> None:  # noqa: N802
-    if not overwrite and os.path.exists(_local(newname)):
+    source, target = _path(oldname), _path(newname)
+    if not overwrite and fs.exists(target):
         raise FileExistsError(f"{newname} exists (pass overwrite=True)")
-    os.replace(_local(oldname), _local(newname))
+    if fs.is_url(source) != fs.is_url(target) or (
+        fs.is_url(source) and fs.protocol(source) != fs.protocol(target)
+    ):
+        Copy(source, target, overwrite=True)
+        fs.remove(source)
+    elif fs.is_url(source):
+        fs.move(source, target)
+    else:
+        os.replace(source, target)
 
 
 def Stat(filename):  # noqa: N802
-    return os.stat(_local(filename))
+    path = _path(filename)
+    if not fs.is_url(path):
+        return os.stat(path)
+    filesystem, stripped = fs._fs(path)
+    info = filesystem.info(stripped)
+    mtime = info.get("mtime") or info.get("LastModified") or info.get("updated")
+    seconds = getattr(mtime, "timestamp", lambda: mtime)() if mtime is not None else 0
+    if isinstance(seconds, str):
+        seconds = 0
+    return types.SimpleNamespace(
+        length=int(info.get("size") or 0),
+        mtime_nsec=int(float(seconds) * 1e9),
+        is_directory=info.get("type") == "directory",
+    )
 
 
 def Walk(top, in_order=True):  # noqa: N802
-    return os.walk(_local(top), topdown=in_order)
+    path = _path(top)
+    if not fs.is_url(path):
+        yield from os.walk(path, topdown=in_order)
+        return
+    filesystem, stripped = fs._fs(path)
+    scheme = fs.protocol(path)
+    for root, dirs, files in filesystem.walk(stripped, topdown=in_order):
+        yield f"{scheme}://{root.lstrip('/')}", sorted(dirs), sorted(files)
 
 
 exists = Exists
