@@ -21,7 +21,7 @@ from typing import Any
 import jax
 
 from estimator import platform
-from estimator.inputs import fn_args
+from estimator.fn_args import fn_args
 from estimator.io import fs
 from estimator.model import dtype_policy as _dtype_policy
 

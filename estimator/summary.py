@@ -25,12 +25,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from estimator.event_files import FLUSH_SECS, add_text, writer_for
-from estimator.hooks.basic import LOSS, SecondOrStepTimer
 from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
+from estimator.hooks.timers import SecondOrStepTimer
 from estimator.io import fs
+from estimator.keys import LOSS
 from estimator.mode_keys import ModeKeys
 from estimator.model.padding import row_mask
-from estimator.model.variables import _frame, _scope_prefix
+from estimator.model.variables import require_frame, scope_prefix
 
 __all__ = ["scalar", "histogram", "text", "SummarySaverHook", "read_eval_metrics"]
 
@@ -45,8 +46,8 @@ _KINDS: dict[str, str] = {}  # summary name -> kind (names are static, kinds too
 
 
 def _record(kind: str, name: str, value) -> None:
-    frame = _frame(f"summary.{kind}")
-    full = _scope_prefix(frame) + name
+    frame = require_frame(f"summary.{kind}")
+    full = scope_prefix(frame) + name
     frame.summaries[full] = jnp.asarray(value)
     _KINDS[full] = kind
 

@@ -20,13 +20,20 @@ import jax
 import numpy as np
 
 from estimator import checkpoint as ckpt
-from estimator import distribute
+from estimator import distribute, keys
 from estimator.engine import live_evaluation
 from estimator.engine.compile_policy import FEW_BATCHES, RunPlan
 from estimator.engine.compiler import StepCompiler, signature
 from estimator.engine.default_hooks import default_training_hooks
 from estimator.engine.epochs import Passes
 from estimator.engine.eval_results import host_value
+from estimator.engine.input_pipeline import (
+    Prefetcher,
+    batch_pipeline,
+    call_input_fn,
+    host_batches,
+    placement,
+)
 from estimator.engine.interrupt import SignalGuard
 from estimator.engine.loop import (
     EvalRunner,
@@ -43,13 +50,6 @@ from estimator.engine.steps import TRAIN_METRICS, TrainState
 from estimator.handlers.events import TrainBegin, check_handler, order
 from estimator.handlers.stopping import StoppingHandler
 from estimator.hooks import basic as hooks_lib
-from estimator.inputs import (
-    Prefetcher,
-    batch_pipeline,
-    call_input_fn,
-    host_batches,
-    placement,
-)
 from estimator.io import fs
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
@@ -358,7 +358,7 @@ class Runtime:
         saved = ckpt.latest_checkpoint(self.model_dir)
         if saved is not None and ckpt.checkpoint_step(saved) == session.global_step:
             self.states.keep(saved, runner.state)
-        loss = session.outputs.get(hooks_lib.LOSS)
+        loss = session.outputs.get(keys.LOSS)
         return None if loss is None else float(loss)
 
     # ----- evaluate ---------------------------------------------------------------------
