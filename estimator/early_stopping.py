@@ -45,10 +45,10 @@ import numpy as np
 
 from estimator import distribute
 from estimator.estimator import Estimator
+from estimator.eval_history import read_eval_metrics
 from estimator.hooks.basic import SecondOrStepTimer
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.io import fs
-from estimator.summary import read_eval_metrics
 
 __all__ = [
     "make_early_stopping_hook",

@@ -20,7 +20,7 @@ from estimator.distribute.placement import SyncedTimer
 from estimator.handlers.metric import MetricHandler
 from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import SessionRunHook
-from estimator.summary import make_summary_hook
+from estimator.hooks.summary import make_summary_hook
 
 logger = logging.getLogger("estimator")
 

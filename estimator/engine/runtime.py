@@ -47,6 +47,7 @@ from estimator.engine.loop import (
 )
 from estimator.engine.state import StateSource
 from estimator.engine.steps import TRAIN_METRICS, TrainState
+from estimator.eval_history import write_eval_results
 from estimator.handlers.events import TrainBegin, check_handler, order
 from estimator.handlers.stopping import StoppingHandler
 from estimator.hooks import basic as hooks_lib
@@ -55,7 +56,6 @@ from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 from estimator.model.padding import RowPadding
 from estimator.model.strings import to_host
-from estimator.summary import write_eval_results
 
 __all__ = ["Runtime"]
 
