@@ -33,7 +33,7 @@ from estimator.hooks.early_stopping import Evaluations
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction, verify_model_fn_args
 from estimator.run_config import RunConfig, TaskType, config_with_model_dir
-from estimator.warm_starting import as_warm_start_settings
+from estimator.warm_starting import WarmStart
 
 __all__ = ["Estimator"]
 
@@ -112,7 +112,7 @@ class Estimator:
         self._runtime = Runtime(
             ModelFunction(model_fn, self._params, self._config, seed),
             self._config,
-            as_warm_start_settings(warm_start_from),
+            None if warm_start_from is None else WarmStart(warm_start_from, self.model_dir),
             input_transform,
         )
         self._evaluations = Evaluations()

@@ -76,18 +76,19 @@ class Runtime:
     Args:
       model: the :class:`~estimator.model.ModelFunction`.
       config: the ``RunConfig`` (with ``model_dir`` set).
-      warm_start_from: ``WarmStartSettings`` or None.
+      warm_start: the Estimator's warm start (``estimator.warm_starting.WarmStart``: see
+        :class:`~estimator.engine.state.StateSource`), or None.
       input_transform: the host-side batch transform, or None.
 
     Attributes:
-      model, config, warm_start_from, input_transform: as given.
+      model, config, warm_start, input_transform: as given.
       states: the :class:`~estimator.engine.state.StateSource` runs start from.
     """
 
-    def __init__(self, model: ModelFunction, config, warm_start_from, input_transform) -> None:
+    def __init__(self, model: ModelFunction, config, warm_start, input_transform) -> None:
         self.model = model
         self.config = config
-        self.warm_start_from = warm_start_from
+        self.warm_start = warm_start
         self.input_transform = input_transform
         self.mesh = distribute.mesh_for(config)
         self.processes = jax.process_count()
@@ -109,9 +110,7 @@ class Runtime:
         )
         self._compilers: dict[str, StepCompiler] = {}
         self._checkpointer: ckpt.Checkpointer | None = None
-        self.states = StateSource(
-            model, self.model_dir, warm_start_from, self._sharding, self._compilers
-        )
+        self.states = StateSource(model, self._sharding, warm_start)
 
     @property
     def model_dir(self) -> str:
@@ -325,7 +324,9 @@ class Runtime:
             )
         for hook in all_hooks:
             hook.begin()
-        state = self.states.read(compiler, first, latest, training=True, abstract=abstract)
+        state = self.states.read(
+            compiler, first, latest, training=True, abstract=abstract, train_op=info.train_op
+        )
         runner = TrainRunner(compiler, state, plan, metrics=acc)
         session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
         # A save is collective in a multi-process job: one process's SIGTERM can't save.
