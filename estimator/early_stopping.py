@@ -108,9 +108,22 @@ def _make_hook(estimator, should_stop_fn, run_every_secs, run_every_steps, eval_
     )
 
 
-def _evaluations(estimator):
-    """``estimator.evaluations``; a non-Estimator is refused by ``_make_hook`` after this."""
-    return estimator.evaluations if isinstance(estimator, Estimator) else None
+def _metric_hook(hook_name, estimator, metric_name, eval_dir, min_steps, secs, steps, decide):
+    """The hook of the ``stop_if_*`` factories: ``decide({step: value})`` over the results of
+    ``metric_name`` in ``eval_dir`` (default ``estimator.eval_dir()``)."""
+    if not isinstance(estimator, Estimator):
+        raise TypeError(f"`estimator` must have type `estimator.Estimator`. Got: {type(estimator)}")
+    eval_dir = estimator.eval_dir() if eval_dir is None else os.fspath(eval_dir)
+    check = MetricCheck(
+        estimator.model_dir,
+        estimator.evaluations,
+        hook_name,
+        metric_name,
+        eval_dir,
+        min_steps,
+        decide,
+    )
+    return _make_hook(estimator, check, secs, steps, eval_dir, time.time)
 
 
 def _check_args(max_steps_name: str, value) -> None:
@@ -124,7 +137,6 @@ def _threshold_hook(
     """TF's ``_stop_if_threshold_crossed_hook``."""
     is_lhs_better = operator.gt if higher else operator.lt
     relation = "greater than" if higher else "less than"
-    eval_dir = estimator.eval_dir() if eval_dir is None else os.fspath(eval_dir)
 
     def decide(values: dict) -> bool:
         for step, value in values.items():
@@ -141,16 +153,7 @@ def _threshold_hook(
                 return True
         return False
 
-    check = MetricCheck(
-        estimator.model_dir,
-        _evaluations(estimator),
-        hook_name,
-        metric_name,
-        eval_dir,
-        min_steps,
-        decide,
-    )
-    return _make_hook(estimator, check, secs, steps, eval_dir, time.time)
+    return _metric_hook(hook_name, estimator, metric_name, eval_dir, min_steps, secs, steps, decide)
 
 
 def _no_improvement_hook(
@@ -159,7 +162,6 @@ def _no_improvement_hook(
     """TF's ``_stop_if_no_metric_improvement_hook``."""
     is_lhs_better = operator.gt if higher else operator.lt
     direction = "increase" if higher else "decrease"
-    eval_dir = estimator.eval_dir() if eval_dir is None else os.fspath(eval_dir)
 
     def decide(values: dict) -> bool:
         best_value = best_step = None
@@ -178,16 +180,7 @@ def _no_improvement_hook(
                 return True
         return False
 
-    check = MetricCheck(
-        estimator.model_dir,
-        _evaluations(estimator),
-        hook_name,
-        metric_name,
-        eval_dir,
-        min_steps,
-        decide,
-    )
-    return _make_hook(estimator, check, secs, steps, eval_dir, time.time)
+    return _metric_hook(hook_name, estimator, metric_name, eval_dir, min_steps, secs, steps, decide)
 
 
 def stop_if_higher_hook(

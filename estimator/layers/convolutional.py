@@ -10,63 +10,36 @@ import jax.numpy as jnp
 
 from estimator import convolution
 from estimator.layers._utils import check_format, int_tuple, layer_name
-from estimator.layers.core import kernel_layer
+from estimator.layers.core import KernelOptions, kernel_layer
 
 __all__ = ["conv1d", "conv2d"]
 
 
-def _conv(
-    rank: int,
-    default_name: str,
-    inputs,
-    filters,
-    kernel_size,
-    strides,
-    padding,
-    data_format,
-    dilation_rate,
-    activation,
-    use_bias,
-    kernel_initializer,
-    bias_initializer,
-    kernel_regularizer,
-    bias_regularizer,
-    activity_regularizer,
-    kernel_constraint,
-    bias_constraint,
-    trainable,
-    name,
-) -> jax.Array:
-    """The convolution layers of any rank: TF's variables, checks and messages."""
-    pad = check_format(data_format, padding, rank)
-    inputs = jnp.asarray(inputs)
+def _conv(rank: int, default_name: str, args: dict) -> jax.Array:
+    """The convolution layers of any rank: TF's variables, checks and messages. ``args``
+    are the layer function's arguments (``conv1d``'s or ``conv2d``'s ``locals()``)."""
+    pad = check_format(args["data_format"], args["padding"], rank)
+    inputs = jnp.asarray(args["inputs"])
     if inputs.ndim != rank + 2:
         raise ValueError(
             f"Input 0 of layer {default_name} is incompatible with the layer: expected "
             f"ndim={rank + 2}, found ndim={inputs.ndim}. Full shape received: {inputs.shape}"
         )
-    window = int_tuple(kernel_size, rank, "kernel_size")
+    window = int_tuple(args["kernel_size"], rank, "kernel_size")
+    strides = int_tuple(args["strides"], rank, "strides")
+    dilation_rate = int_tuple(args["dilation_rate"], rank, "dilation_rate")
     return kernel_layer(
-        layer_name(name, default_name),
-        window + (inputs.shape[-1], filters),
+        layer_name(args["name"], default_name),
+        window + (inputs.shape[-1], args["filters"]),
         jnp.float32,
         lambda kernel: convolution.conv(
             inputs.astype(kernel.dtype),
             kernel,
-            int_tuple(strides, rank, "strides"),
+            strides,
             pad,
-            int_tuple(dilation_rate, rank, "dilation_rate"),
+            dilation_rate,
         ),
-        activation,
-        use_bias,
-        kernel_initializer,
-        bias_initializer,
-        kernel_regularizer,
-        bias_regularizer,
-        activity_regularizer,
-        kernel_constraint,
-        bias_constraint,
-        trainable,
+        KernelOptions.of(args),
     )
 
 
@@ -110,29 +83,7 @@ def conv1d(
     Raises:
       ValueError: inputs that are not 3-D (TF's message), a bad padding or data format.
     """
-    del reuse
-    return _conv(
-        1,
-        "conv1d",
-        inputs,
-        filters,
-        kernel_size,
-        strides,
-        padding,
-        data_format,
-        dilation_rate,
-        activation,
-        use_bias,
-        kernel_initializer,
-        bias_initializer,
-        kernel_regularizer,
-        bias_regularizer,
-        activity_regularizer,
-        kernel_constraint,
-        bias_constraint,
-        trainable,
-        name,
-    )
+    return _conv(1, "conv1d", locals())
 
 
 def conv2d(
@@ -175,26 +126,4 @@ def conv2d(
     Raises:
       ValueError: inputs that are not 4-D (TF's message), a bad padding or data format.
     """
-    del reuse
-    return _conv(
-        2,
-        "conv2d",
-        inputs,
-        filters,
-        kernel_size,
-        strides,
-        padding,
-        data_format,
-        dilation_rate,
-        activation,
-        use_bias,
-        kernel_initializer,
-        bias_initializer,
-        kernel_regularizer,
-        bias_regularizer,
-        activity_regularizer,
-        kernel_constraint,
-        bias_constraint,
-        trainable,
-        name,
-    )
+    return _conv(2, "conv2d", locals())

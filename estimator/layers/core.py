@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +55,7 @@ def dense(
     Variables:
       ``<name>/kernel`` ``[in, units]`` and ``<name>/bias`` ``[units]``.
     """
+    options = KernelOptions.of(locals())
     del reuse
     inputs = jnp.asarray(inputs)
     if inputs.ndim < 1 or inputs.shape[-1] is None:
@@ -67,35 +69,32 @@ def dense(
         (inputs.shape[-1], units),
         dtype,
         lambda kernel: jnp.asarray(inputs, kernel.dtype) @ kernel,
-        activation,
-        use_bias,
-        kernel_initializer,
-        bias_initializer,
-        kernel_regularizer,
-        bias_regularizer,
-        activity_regularizer,
-        kernel_constraint,
-        bias_constraint,
-        trainable,
+        options,
     )
 
 
-def kernel_layer(
-    scope,
-    kernel_shape,
-    dtype,
-    apply,
-    activation,
-    use_bias,
-    kernel_initializer,
-    bias_initializer,
-    kernel_regularizer,
-    bias_regularizer,
-    activity_regularizer,
-    kernel_constraint,
-    bias_constraint,
-    trainable,
-) -> jax.Array:
+class KernelOptions(NamedTuple):
+    """The arguments every kernel layer (``dense``, ``conv1d``, ``conv2d``) takes about its
+    variables and output, with TF's names and meanings."""
+
+    activation: Callable | None
+    use_bias: bool
+    kernel_initializer: Any
+    bias_initializer: Any
+    kernel_regularizer: Any
+    bias_regularizer: Any
+    activity_regularizer: Any
+    kernel_constraint: Any
+    bias_constraint: Any
+    trainable: bool
+
+    @classmethod
+    def of(cls, arguments: dict) -> KernelOptions:
+        """The options among a layer function's arguments (its ``locals()`` on entry)."""
+        return cls(**{field: arguments[field] for field in cls._fields})
+
+
+def kernel_layer(scope, kernel_shape, dtype, apply, options: KernelOptions) -> jax.Array:
     """``activation(apply(kernel) + bias)`` with TF's ``<scope>/kernel`` and ``<scope>/bias``
     (the bias as the kernel's last dimension; glorot-uniform and zero defaults). Under a
     mixed dtype policy the variables are float32 and ``apply`` gets the kernel in the
@@ -105,24 +104,24 @@ def kernel_layer(
             "kernel",
             kernel_shape,
             dtype_policy.variable_dtype(dtype),
-            kernel_initializer or init.glorot_uniform_initializer(),
-            kernel_regularizer,
-            trainable,
+            options.kernel_initializer or init.glorot_uniform_initializer(),
+            options.kernel_regularizer,
+            options.trainable,
         )
-        outputs = apply(dtype_policy.autocast(constrained(kernel, kernel_constraint)))
-        if use_bias:
+        outputs = apply(dtype_policy.autocast(constrained(kernel, options.kernel_constraint)))
+        if options.use_bias:
             bias = get_variable(
                 "bias",
                 (kernel_shape[-1],),
                 kernel.dtype,
-                bias_initializer or init.zeros_initializer(),
-                bias_regularizer,
-                trainable,
+                options.bias_initializer or init.zeros_initializer(),
+                options.bias_regularizer,
+                options.trainable,
             )
-            outputs = outputs + dtype_policy.autocast(constrained(bias, bias_constraint))
-    if activation is not None:
-        outputs = activation(outputs)
-    activity(activity_regularizer, outputs)
+            outputs = outputs + dtype_policy.autocast(constrained(bias, options.bias_constraint))
+    if options.activation is not None:
+        outputs = options.activation(outputs)
+    activity(options.activity_regularizer, outputs)
     return outputs
 
 

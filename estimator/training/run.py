@@ -45,7 +45,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from estimator.estimator import Estimator
-from estimator.hooks.basic import CheckpointSaverHook, CheckpointSaverListener, SecondOrStepTimer
+from estimator.hooks.checkpoint_saver import CheckpointSaverHook, CheckpointSaverListener
+from estimator.hooks.timers import SecondOrStepTimer
 from estimator.run_config import TaskType
 from estimator.training.in_memory_evaluator import InMemoryEvaluatorHook
 from estimator.training.specs import EvalSpec, TrainSpec
