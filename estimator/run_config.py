@@ -20,10 +20,10 @@ from typing import Any
 
 import jax
 
+from estimator import dtype_policies as _dtype_policy
 from estimator import platform
 from estimator.fn_args import fn_args
 from estimator.io import fs
-from estimator.model import dtype_policy as _dtype_policy
 
 __all__ = ["RunConfig", "TaskType"]
 
