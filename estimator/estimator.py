@@ -29,10 +29,11 @@ from estimator.export import _writer
 from estimator.hooks import basic as hooks_lib
 from estimator.hooks import progress as progress_lib
 from estimator.hooks.checks import check_hooks, check_listeners
+from estimator.hooks.early_stopping import Evaluations
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction, verify_model_fn_args
 from estimator.run_config import RunConfig, TaskType, config_with_model_dir
-from estimator.warm_starting import as_warm_start_settings
+from estimator.warm_starting import WarmStart
 
 __all__ = ["Estimator"]
 
@@ -111,9 +112,10 @@ class Estimator:
         self._runtime = Runtime(
             ModelFunction(model_fn, self._params, self._config, seed),
             self._config,
-            as_warm_start_settings(warm_start_from),
+            None if warm_start_from is None else WarmStart(warm_start_from, self.model_dir),
             input_transform,
         )
+        self._evaluations = Evaluations()
 
     # ----- properties -----------------------------------------------------------------
     @property
@@ -141,6 +143,15 @@ class Estimator:
         evaluators and ``train_and_evaluate`` use it, and ``runtime.compile_counts()``
         shows that repeated calls compile nothing."""
         return self._runtime
+
+    @property
+    def evaluations(self) -> Evaluations:
+        """Where this Estimator's in-process evaluators announce evaluations to its
+        early-stopping hooks (``estimator.hooks.early_stopping.Evaluations``). Not in TF's
+        API: ``train_and_evaluate``'s evaluator and ``InMemoryEvaluatorHook`` announce
+        here, the ``stop_if_*_hook(estimator, ...)`` hooks watch it, so they check right
+        after the evaluation that decides them; another Estimator's are not seen."""
+        return self._evaluations
 
     @property
     def trace_count(self) -> int:

@@ -21,8 +21,8 @@ from estimator.early_stopping import stop_if_no_increase_hook as stop_if_no_incr
 from estimator.export import (
     build_raw_supervised_input_receiver_fn as build_raw_supervised_input_receiver_fn,
 )
+from estimator.fn_args import fn_args
 from estimator.hooks.session_run_hook import SessionRunHook
-from estimator.inputs import fn_args
 from estimator.training.in_memory_evaluator import InMemoryEvaluatorHook as InMemoryEvaluatorHook
 
 __all__ = [

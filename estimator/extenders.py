@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from estimator.estimator import Estimator
-from estimator.inputs import fn_args
+from estimator.fn_args import fn_args
 from estimator.mode_keys import ModeKeys
 
 __all__ = ["add_metrics"]

@@ -477,6 +477,28 @@ def warm_start(
     return state._replace(trainable=trainable, non_trainable=non_trainable, opt_state=opt_state)
 
 
+class WarmStart:
+    """An Estimator's warm start, as its engine applies it (internal): the settings and
+    model directory bound, called on a fresh state (``estimator.engine.state.StateSource``).
+
+    Args:
+      warm_start_from: a path or :class:`WarmStartSettings`.
+      model_dir: the Estimator's model directory (for the message when it is skipped).
+    """
+
+    def __init__(self, warm_start_from, model_dir: str) -> None:
+        self.settings = as_warm_start_settings(warm_start_from)
+        self.model_dir = model_dir
+
+    def __call__(self, state, *, key: jax.Array, init_opt_state=None):
+        """:func:`warm_start` of ``state`` with these settings."""
+        return warm_start(state, self.settings, key=key, init_opt_state=init_opt_state)
+
+    def skipped(self, checkpoint_path: str) -> None:
+        """Logs that training resumes from ``checkpoint_path`` instead (:func:`log_skipped`)."""
+        log_skipped(self.settings, self.model_dir, checkpoint_path)
+
+
 def log_skipped(warm_start_from, model_dir: str, checkpoint: str) -> None:
     """Logs why warm start did not apply (internal; called by ``train()``)."""
     settings = as_warm_start_settings(warm_start_from)

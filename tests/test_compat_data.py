@@ -13,6 +13,7 @@ import pytest
 import estimator as est
 import estimator.compat.v1 as tf
 from estimator.compat.v1.data import _columnar
+from estimator.engine.input_pipeline import batch_pipeline
 
 
 def _elements(dataset):
@@ -230,7 +231,7 @@ def test_iterator_values_say_what_to_do_instead():
         labels * 2  # noqa: B018
     other = tf.data.Dataset.range(3).make_one_shot_iterator().get_next()
     with pytest.raises(ValueError, match="two different iterators"):
-        est.inputs.batch_pipeline((features, other), "train", None, lambda b: b)
+        batch_pipeline((features, other), "train", None, lambda b: b)
     empty = tf.data.Dataset.range(3).filter(lambda v: v > 5)
     with pytest.raises(ValueError, match="get_next\\(\\) on an empty dataset"):
         empty.make_one_shot_iterator().get_next()

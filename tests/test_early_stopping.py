@@ -222,3 +222,77 @@ def test_warns_about_an_unknown_metric_name(tmp_path, caplog):
     assert caplog.text.count(message) == 1
     assert "which has: accuracy, loss" in caplog.text  # no global_step, as TF reads them
     assert last_step(e) == 3
+
+
+# ----- explicit wiring: each Estimator's evaluations reach its own hooks only ------------
+class _RunContext:
+    """What the hook reads of a step: the session's global step, and a stop request."""
+
+    def __init__(self, step: int) -> None:
+        self.session = type("Session", (), {"global_step": step})()
+        self.stop_requested = False
+
+    def request_stop(self) -> None:
+        self.stop_requested = True
+
+
+def test_two_estimators_in_one_process_do_not_see_each_others_evaluations(tmp_path):
+    a, b = make(tmp_path / "a"), make(tmp_path / "b")
+    step, checks = [0], {"a": [], "b": []}
+    hooks = {
+        name: es.make_early_stopping_hook(
+            e, lambda name=name: checks[name].append(step[0]),  # never stops (None)
+            run_every_secs=100, clock=lambda: 0.0,  # the timer fires at the first step only
+        )
+        for name, e in (("a", a), ("b", b))
+    }  # fmt: skip
+
+    def run(at: int) -> None:
+        step[0] = at
+        for hook in hooks.values():
+            hook.after_run(_RunContext(at), None)
+
+    for hook in hooks.values():
+        hook.begin()
+    run(1)
+    assert checks == {"a": [1], "b": [1]}
+    b.evaluations.evaluated(b.eval_dir())  # B's evaluator announces an evaluation
+    run(2)
+    assert checks == {"a": [1], "b": [1, 2]}  # only B's hook checked after it
+    # A custom should_stop_fn reads no directory: any evaluation of its estimator counts.
+    a.evaluations.evaluated(a.eval_dir("other"))
+    run(3)
+    assert checks == {"a": [1, 3], "b": [1, 2]}
+    run(4)  # nothing announced, timer not due
+    assert checks == {"a": [1, 3], "b": [1, 2]}
+    for hook in hooks.values():
+        hook.end(None)
+    b.evaluations.evaluated(b.eval_dir())  # after end() the hook no longer listens...
+    hooks["b"]._timer.update_last_triggered_step(5)  # (...and its timer is not due)
+    step[0] = 6
+    hooks["b"].after_run(_RunContext(6), None)
+    assert checks["b"] == [1, 2]
+
+
+def test_an_evaluator_counts_for_its_own_estimator_only(tmp_path, caplog):
+    a, b = make(tmp_path / "a"), make(tmp_path / "b")
+    evaluator = InMemoryEvaluatorHook(b, EVAL, every_n_iter=2)
+    evaluator.begin()  # registers on b.evaluations
+    assert b.evaluations.evaluates_into(b.eval_dir())
+    assert not a.evaluations.evaluates_into(b.eval_dir())
+    # A's hook reading B's directory: nothing of A evaluates there, so it warns, naming
+    # no evaluator of this process (B's is not A's).
+    hook = es.stop_if_lower_hook(a, "loss", 0.5, eval_dir=b.eval_dir(), run_every_steps=1,
+                                 run_every_secs=None)  # fmt: skip
+    hook.begin()
+    with caplog.at_level(logging.WARNING, logger="estimator"):
+        hook.after_run(_RunContext(1), None)
+    assert "can never fire" in caplog.text and "This process evaluates into" not in caplog.text
+    caplog.clear()
+    hook_b = es.stop_if_lower_hook(b, "loss", 0.5, run_every_steps=1, run_every_secs=None)
+    hook_b.begin()
+    with caplog.at_level(logging.WARNING, logger="estimator"):
+        hook_b.after_run(_RunContext(1), None)
+    assert "can never fire" not in caplog.text  # B's evaluator writes where it reads
+    b.evaluations.remove_evaluator(evaluator)
+    assert not b.evaluations.evaluates_into(b.eval_dir())

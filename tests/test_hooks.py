@@ -380,6 +380,25 @@ def test_listener_can_stop_training(tmp_path):
     assert ckpt.checkpoint_step(e.latest_checkpoint()) == 4
 
 
+def test_add_listener_registers_once_and_checks_the_type(tmp_path):
+    """``add_listener`` (beyond TF, which takes listeners only in the constructor) is how
+    ``train(saving_listeners=...)`` reaches a CheckpointSaverHook the user passed."""
+    first, second = Listener(), Listener()
+    saver = est.CheckpointSaverHook(str(tmp_path), save_steps=100, listeners=[first])
+    saver.add_listener(second)
+    saver.add_listener(second)  # already there: not added twice
+    assert saver.listeners == (first, second)
+    with pytest.raises(TypeError, match="add_listener expects a CheckpointSaverListener"):
+        saver.add_listener(object())
+    e = make(tmp_path, save_checkpoints_steps=None, save_checkpoints_secs=None)
+    third = Listener()
+    e.train(feed(), steps=2, hooks=[saver], saving_listeners=[third])
+    assert saver.listeners == (first, second, third)
+    # Each listener saw the saves at the start (0) and at the end (2), once each.
+    for listener in (first, second, third):
+        assert [c[1] for c in listener.calls if c[0] == "after_save"] == [0, 2]
+
+
 def test_listeners_need_a_saver(tmp_path):
     e = make(tmp_path, save_checkpoints_steps=None, save_checkpoints_secs=None)
     with pytest.raises(ValueError, match="There should be a CheckpointSaverHook to use"):

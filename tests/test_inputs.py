@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 
 import estimator as est
-from estimator.inputs import (
-    Batches,
+from estimator.engine.input_pipeline import (
     Prefetcher,
     batch_pipeline,
     call_input_fn,
-    fn_args,
     iterate_batches,
 )
+from estimator.inputs import Batches, fn_args
 
 X = {"a": np.arange(5.0), "b": np.arange(10, 15)}
 Y = np.arange(100, 105)

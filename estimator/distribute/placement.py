@@ -18,6 +18,8 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
+from estimator.hooks.timers import SyncedTimer as SyncedTimer
+
 __all__ = [
     "AgreedEnd",
     "SyncedTimer",
@@ -108,37 +110,6 @@ def local_copy(tree):
     return jax.tree.map(leaf, tree)
 
 
-class SyncedTimer:
-    """A ``SecondOrStepTimer`` whose time-based decisions every process shares.
-
-    Every process must save a checkpoint at the same steps (an orbax save is a collective
-    operation). Step intervals agree by themselves; a time interval is checked only at
-    steps that are multiples of ``check_every`` and decided by process 0's clock
-    (broadcast: one small collective per ``check_every`` steps, none in between).
-
-    Args:
-      timer: the ``SecondOrStepTimer`` to share.
-      every_secs: its time interval (None: steps only, nothing to share).
-      check_every: steps between time checks.
-    """
-
-    def __init__(self, timer, every_secs: float | None, check_every: int = 100) -> None:
-        self._timer = timer
-        self._every_secs = every_secs
-        self._check_every = max(1, int(check_every))
-
-    def should_trigger_for_step(self, step: int) -> bool:
-        if self._every_secs is None:
-            return self._timer.should_trigger_for_step(step)
-        if step % self._check_every:
-            return False
-        local = self._timer.should_trigger_for_step(step)
-        return bool(multihost_utils.broadcast_one_to_all(np.bool_(local)))
-
-    def __getattr__(self, name):  # reset, update_last_triggered_step, last_triggered_step
-        return getattr(self._timer, name)
-
-
 class AgreedEnd:
     """A prefetcher whose end of input every process of the job must reach together.
 
@@ -149,7 +120,7 @@ class AgreedEnd:
     (their heartbeat timeout) — an error within bounded time instead of a hang.
 
     Args:
-      prefetcher: the process's ``estimator.inputs.Prefetcher``.
+      prefetcher: the process's ``estimator.engine.input_pipeline.Prefetcher``.
       timeout_secs: how long to wait for the other processes' end of input.
     """
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from estimator import keys
 from estimator.distribute.placement import SyncedTimer
 from estimator.handlers.metric import MetricHandler
 from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import SessionRunHook
-from estimator.summary import make_summary_hook
+from estimator.hooks.summary import make_summary_hook
 
 logger = logging.getLogger("estimator")
 
@@ -52,11 +53,11 @@ def default_training_hooks(
     # The NaN guard is in the step (after a non-finite loss no step changes anything); the
     # hook raises as soon as any fetch or checkpoint save brings the record to the host,
     # and checks it itself every log_step_count_steps (100 without logging) and at the end.
-    worker_hooks.append(hooks_lib.NanTensorHook(hooks_lib.LOSS, every_n_iter=log_steps or 100))
+    worker_hooks.append(hooks_lib.NanTensorHook(keys.LOSS, every_n_iter=log_steps or 100))
     if log_steps and (chief or processes == 1):
         worker_hooks.append(
             hooks_lib.LoggingTensorHook(
-                {"loss": hooks_lib.LOSS, "step": hooks_lib.GLOBAL_STEP}, every_n_iter=log_steps
+                {"loss": keys.LOSS, "step": keys.GLOBAL_STEP}, every_n_iter=log_steps
             )
         )
     spec_hooks, spec_chief_hooks = list(info.hooks), list(info.chief_hooks)
@@ -92,8 +93,7 @@ def default_training_hooks(
                 "of the RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs."
             )
         for listener in saving_listeners:
-            if listener not in savers[0]._listeners:
-                savers[0]._listeners.append(listener)
+            savers[0].add_listener(listener)
     all_hooks = chief_hooks + spec_chief_hooks
     if log_steps:
         all_hooks.append(

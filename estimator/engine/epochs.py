@@ -24,7 +24,7 @@ class Passes:
     (``make()``) when it ends and ``more()`` says another pass is wanted.
 
     Args:
-      first: the first pass's prefetcher (``estimator.inputs.Prefetcher`` or a wrapper with
+      first: the first pass's prefetcher (``input_pipeline.Prefetcher`` or a wrapper with
         ``fill``/``warm``/``peek``/``pop``/``epoch_ended``).
       make: ``() -> prefetcher`` of the next pass (calls ``input_fn`` again).
       more: ``() -> bool``: whether to read another pass, asked when a pass ends and the

@@ -34,8 +34,8 @@ from jax.experimental import multihost_utils
 
 from estimator import distribute
 from estimator.engine.compiler import StepCompiler
+from estimator.engine.input_pipeline import batch_pipeline, call_input_fn, host_batches, placement
 from estimator.engine.steps import merge_stats
-from estimator.inputs import batch_pipeline, call_input_fn, host_batches, placement
 from estimator.mode_keys import ModeKeys
 from estimator.model.padding import RowPadding
 

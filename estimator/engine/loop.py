@@ -17,23 +17,22 @@ from collections.abc import Iterator
 import jax
 import numpy as np
 
-from estimator import distribute
+from estimator import distribute, keys
 from estimator.engine.compile_policy import MANY_RUNS, RunPlan
 from estimator.engine.compiler import StepCompiler
+from estimator.engine.input_pipeline import Prefetcher
 from estimator.engine.interrupt import SignalGuard
 from estimator.engine.lazy_outputs import LazyValue, StepOutputs
 from estimator.engine.session import Session as Session
 from estimator.engine.session import needs_device
 from estimator.engine.steps import TrainState
 from estimator.handlers.events import BatchBegin, BatchEnd, EpochBegin, EpochEnd, TrainEnd
-from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
     SessionRunHook,
     SessionRunValues,
 )
-from estimator.inputs import Prefetcher
 
 _NO_RESULTS = SessionRunValues(None)
 _NO_ARGS = SessionRunArgs(None)
@@ -203,7 +202,7 @@ def _interleave(hooks: list, first: list, second: list) -> list:
 def _batch_end_kwargs(session, batch, step: int) -> dict:
     outputs = StepOutputs(session, step)
     labels = batch[1] if len(batch) > 1 else None
-    loss = LazyValue(outputs, hooks_lib.LOSS) if hooks_lib.LOSS in session.output_names else None
+    loss = LazyValue(outputs, keys.LOSS) if keys.LOSS in session.output_names else None
     return {"batch": batch, "label": labels, "outputs": outputs, "loss": loss}
 
 
@@ -294,7 +293,7 @@ def loop_steps(
         # Fast path for the usual per-step request, the host-known global step alone
         # (StopAtStepHook): no device value, no traversal of nested fetches.
         only_step = requests is not None and all(
-            f is hooks_lib.GLOBAL_STEP or f == hooks_lib.GLOBAL_STEP for f in requests.values()
+            f is keys.GLOBAL_STEP or f == keys.GLOBAL_STEP for f in requests.values()
         )
         run(batch, requests is not None and not only_step and needs_device(requests))
         prefetcher.fill()

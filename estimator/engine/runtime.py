@@ -20,13 +20,20 @@ import jax
 import numpy as np
 
 from estimator import checkpoint as ckpt
-from estimator import distribute
+from estimator import distribute, keys
 from estimator.engine import live_evaluation
 from estimator.engine.compile_policy import FEW_BATCHES, RunPlan
 from estimator.engine.compiler import StepCompiler, signature
 from estimator.engine.default_hooks import default_training_hooks
 from estimator.engine.epochs import Passes
 from estimator.engine.eval_results import host_value
+from estimator.engine.input_pipeline import (
+    Prefetcher,
+    batch_pipeline,
+    call_input_fn,
+    host_batches,
+    placement,
+)
 from estimator.engine.interrupt import SignalGuard
 from estimator.engine.loop import (
     EvalRunner,
@@ -40,22 +47,15 @@ from estimator.engine.loop import (
 )
 from estimator.engine.state import StateSource
 from estimator.engine.steps import TRAIN_METRICS, TrainState
+from estimator.eval_history import write_eval_results
 from estimator.handlers.events import TrainBegin, check_handler, order
 from estimator.handlers.stopping import StoppingHandler
 from estimator.hooks import basic as hooks_lib
-from estimator.inputs import (
-    Prefetcher,
-    batch_pipeline,
-    call_input_fn,
-    host_batches,
-    placement,
-)
 from estimator.io import fs
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 from estimator.model.padding import RowPadding
 from estimator.model.strings import to_host
-from estimator.summary import write_eval_results
 
 __all__ = ["Runtime"]
 
@@ -76,18 +76,19 @@ class Runtime:
     Args:
       model: the :class:`~estimator.model.ModelFunction`.
       config: the ``RunConfig`` (with ``model_dir`` set).
-      warm_start_from: ``WarmStartSettings`` or None.
+      warm_start: the Estimator's warm start (``estimator.warm_starting.WarmStart``: see
+        :class:`~estimator.engine.state.StateSource`), or None.
       input_transform: the host-side batch transform, or None.
 
     Attributes:
-      model, config, warm_start_from, input_transform: as given.
+      model, config, warm_start, input_transform: as given.
       states: the :class:`~estimator.engine.state.StateSource` runs start from.
     """
 
-    def __init__(self, model: ModelFunction, config, warm_start_from, input_transform) -> None:
+    def __init__(self, model: ModelFunction, config, warm_start, input_transform) -> None:
         self.model = model
         self.config = config
-        self.warm_start_from = warm_start_from
+        self.warm_start = warm_start
         self.input_transform = input_transform
         self.mesh = distribute.mesh_for(config)
         self.processes = jax.process_count()
@@ -109,9 +110,7 @@ class Runtime:
         )
         self._compilers: dict[str, StepCompiler] = {}
         self._checkpointer: ckpt.Checkpointer | None = None
-        self.states = StateSource(
-            model, self.model_dir, warm_start_from, self._sharding, self._compilers
-        )
+        self.states = StateSource(model, self._sharding, warm_start)
 
     @property
     def model_dir(self) -> str:
@@ -325,7 +324,9 @@ class Runtime:
             )
         for hook in all_hooks:
             hook.begin()
-        state = self.states.read(compiler, first, latest, training=True, abstract=abstract)
+        state = self.states.read(
+            compiler, first, latest, training=True, abstract=abstract, train_op=info.train_op
+        )
         runner = TrainRunner(compiler, state, plan, metrics=acc)
         session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
         # A save is collective in a multi-process job: one process's SIGTERM can't save.
@@ -358,7 +359,7 @@ class Runtime:
         saved = ckpt.latest_checkpoint(self.model_dir)
         if saved is not None and ckpt.checkpoint_step(saved) == session.global_step:
             self.states.keep(saved, runner.state)
-        loss = session.outputs.get(hooks_lib.LOSS)
+        loss = session.outputs.get(keys.LOSS)
         return None if loss is None else float(loss)
 
     # ----- evaluate ---------------------------------------------------------------------

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from estimator import keys
 from estimator.engine.eval_results import host_value
 from estimator.engine.steps import TrainState
 from estimator.handlers.metric import TRAIN_PREFIX
-from estimator.hooks import basic as hooks_lib
 from estimator.mode_keys import ModeKeys
 from estimator.model.strings import to_host
 
@@ -119,21 +119,21 @@ class Session:
         return self._save_checkpoint(self)
 
     def _lookup(self, name: str, step: int | None):
-        if name == hooks_lib.GLOBAL_STEP:
+        if name == keys.GLOBAL_STEP:
             return np.int64(self.global_step if step is None else step)
-        if name == hooks_lib.NON_FINITE_STEP:
+        if name == keys.NON_FINITE_STEP:
             return self.state.non_finite_step
         if name.startswith(TRAIN_PREFIX) and getattr(self.runner, "metrics", None) is not None:
             metrics, loss = self.runner.metric_values()
             key = name[len(TRAIN_PREFIX) :]
-            if key == hooks_lib.LOSS:
+            if key == keys.LOSS:
                 return loss
             if key in metrics:
                 return metrics[key]
         outputs = self.outputs
         if name in outputs:
             return outputs[name]
-        known = ", ".join(sorted([hooks_lib.GLOBAL_STEP, *map(str, outputs)]))
+        known = ", ".join(sorted([keys.GLOBAL_STEP, *map(str, outputs)]))
         raise KeyError(
             f"A hook asked for {name!r}, but no value of that name exists in this step. Known "
             f"names: {known}. Name an array inside model_fn with "
@@ -149,10 +149,10 @@ class Session:
         if on_device:  # one transfer for everything requested in this step
             training = self.mode == ModeKeys.TRAIN
             if training:  # the NaN record rides along: a scalar in the same transfer
-                on_device.setdefault(hooks_lib.NON_FINITE_STEP, self.state.non_finite_step)
+                on_device.setdefault(keys.NON_FINITE_STEP, self.state.non_finite_step)
             host = to_host(on_device)
             if training:
-                self.non_finite_step = int(host[hooks_lib.NON_FINITE_STEP])
+                self.non_finite_step = int(host[keys.NON_FINITE_STEP])
             values.update(host)
 
         def build(f):
@@ -175,7 +175,7 @@ class Session:
         transfers the state anyway).
         """
         if self.mode == ModeKeys.TRAIN:
-            bad = int(self.run(hooks_lib.NON_FINITE_STEP))
+            bad = int(self.run(keys.NON_FINITE_STEP))
             if 0 <= bad < step:
                 return bad, self.state
         return step, self.state
@@ -201,4 +201,4 @@ def _fetch_names(fetches) -> Iterator[str]:
 
 
 def needs_device(requests: dict) -> bool:
-    return any(_strip(n) != hooks_lib.GLOBAL_STEP for n in _fetch_names(requests))
+    return any(_strip(n) != keys.GLOBAL_STEP for n in _fetch_names(requests))

@@ -3,23 +3,36 @@
 In order: the state kept in memory from the last ``train()`` or ``evaluate()`` while its
 checkpoint is still the latest (TF re-reads the checkpoint on every call), the given or
 latest checkpoint (restored with orbax into the model's structure), or fresh initial
-values, warm-started when ``warm_start_from`` is set (TF's rule: only without a
-checkpoint; evaluate/predict are warm-started too).
+values, warm-started when the Estimator has a ``warm_start_from`` (TF's rule: only
+without a checkpoint; evaluate/predict are warm-started too).
+
+What this needs it is given: the warm start as a callable (the Estimator's
+``estimator.warm_starting.WarmStart``; the engine does not import the warm-starting
+rules), and a training run's ``train_op`` with the :meth:`StateSource.read` that needs it.
 """
 
 from __future__ import annotations
 
 import weakref
+from typing import Protocol
 
 import jax
 import numpy as np
+import optax
 
 from estimator import checkpoint as ckpt
-from estimator import warm_starting
 from estimator.engine.compiler import StepCompiler, signature
 from estimator.engine.steps import TrainState
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
+
+
+class WarmStartFn(Protocol):
+    """What :class:`StateSource` calls to warm-start a fresh state."""
+
+    def __call__(self, state: TrainState, *, key: jax.Array, init_opt_state) -> TrainState: ...
+
+    def skipped(self, checkpoint_path: str) -> None: ...
 
 
 class StateSource:
@@ -27,22 +40,20 @@ class StateSource:
 
     Args:
       model: the :class:`ModelFunction`.
-      model_dir: the Estimator's model directory (for log messages).
-      warm_start_from: ``WarmStartSettings`` or None.
       sharding: ``sharding(state) -> pytree of shardings``: where the state lives (None:
         the default device).
-      compilers: the Estimator's step compilers by mode (the train one knows ``train_op``,
-        whose state a warm start rebuilds).
+      warm_start: None, or ``warm_start(state, *, key, init_opt_state) -> state`` with a
+        ``skipped(checkpoint_path)`` method (``estimator.warm_starting.WarmStart``): applied
+        to fresh states; ``skipped`` is told when training resumes from a checkpoint
+        instead.
     """
 
     def __init__(
-        self, model: ModelFunction, model_dir: str, warm_start_from, sharding, compilers: dict
+        self, model: ModelFunction, sharding, warm_start: WarmStartFn | None = None
     ) -> None:
         self.model = model
-        self.model_dir = model_dir
-        self.warm_start_from = warm_start_from
         self.sharding = sharding
-        self.compilers = compilers
+        self.warm_start = warm_start
         self._cache: tuple[str, TrainState] | None = None
         self._abstracts: dict = {}  # (mode, batch signature) -> abstract state
         self._from_kept: set = set()  # keys whose abstract came from the kept state
@@ -110,6 +121,7 @@ class StateSource:
         *,
         training: bool,
         abstract: TrainState | None = None,
+        train_op: optax.GradientTransformation | None = None,
     ) -> TrainState:
         """The state to run from: cached, restored from ``path``, warm-started or new.
 
@@ -117,10 +129,12 @@ class StateSource:
         ``training`` the optimizer state is left out. The cache is used only when its
         variables have the shapes the model now asks for (``abstract``, computed when not
         given); otherwise the checkpoint is read, whose restore explains the difference.
+        ``train_op`` (training only: the ``train_op`` of the step about to run) lets a warm
+        start rebuild the optimizer state from the warm-started variables.
         """
         labels = batch[1] if len(batch) > 1 else None
-        if path is not None and training and self.warm_start_from is not None:
-            warm_starting.log_skipped(self.warm_start_from, self.model_dir, path)
+        if path is not None and training and self.warm_start is not None:
+            self.warm_start.skipped(path)
         if (
             path is not None
             and self._cache is not None
@@ -143,8 +157,8 @@ class StateSource:
                 )
         if path is None:
             state = compiler.init_state(batch[0], labels)
-            if self.warm_start_from is not None:
-                state = compiler.place(self._warm_start(state))
+            if self.warm_start is not None:
+                state = compiler.place(self._warm_start(state, train_op))
             return state
         trainable, non_trainable, opt_state = ckpt.restore(
             path, self.abstract(compiler, batch), with_opt_state=training
@@ -163,18 +177,15 @@ class StateSource:
             self._cache = (path, state)
         return state
 
-    def _warm_start(self, state: TrainState) -> TrainState:
-        """``state`` with variables from ``warm_start_from`` (``estimator.warm_starting``:
-        TF's ``WarmStartSettings`` rules); logs what was warm-started from where."""
+    def _warm_start(self, state: TrainState, train_op) -> TrainState:
+        """``state`` with the warm-started variables (``estimator.warm_starting``: TF's
+        ``WarmStartSettings`` rules), the optimizer state rebuilt by ``train_op.init`` when
+        training."""
         init_opt_state = None
-        compiler = next(  # the plain train step's, or the one with training metrics
-            (c for c in self.compilers.values() if c.mode == ModeKeys.TRAIN and c.info), None
-        )
-        if state.opt_state is not None and compiler is not None and compiler.info is not None:
-            init_opt_state = jax.jit(compiler.info.train_op.init)
-        return warm_starting.warm_start(
+        if state.opt_state is not None and train_op is not None:
+            init_opt_state = jax.jit(train_op.init)
+        return self.warm_start(
             state,
-            self.warm_start_from,
             key=jax.random.fold_in(self.model.base_key, 0x5741524D),  # "WARM"
             init_opt_state=init_opt_state,
         )

@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from estimator import keys
 from estimator.engine import sparse
-from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.mode_keys import ModeKeys
 from estimator.model import dtype_policy
@@ -187,7 +187,7 @@ def _run(
     hooks, chief_hooks = _SPEC_HOOKS[mode](spec)
     outputs = {**frame.named, **frame.summaries}
     if spec.loss is not None:
-        outputs[hooks_lib.LOSS] = spec.loss
+        outputs[keys.LOSS] = spec.loss
     _lift_hook_arrays(tuple(hooks) + tuple(chief_hooks), outputs)
     info = StepInfo(tuple(hooks), tuple(chief_hooks), tuple(sorted(outputs)), spec.train_op)
     return spec, frame, outputs, info
@@ -359,7 +359,7 @@ def _stats(metrics: dict, loss) -> dict:
     Raises:
       ValueError: a metric named ``loss`` or ``global_step`` (TF's messages).
     """
-    for reserved, quoted in ((hooks_lib.LOSS, '"loss"'), (hooks_lib.GLOBAL_STEP, "`global_step`")):
+    for reserved, quoted in ((keys.LOSS, '"loss"'), (keys.GLOBAL_STEP, "`global_step`")):
         if reserved in metrics:  # TF quotes the two names differently
             raise ValueError(
                 f"Metric with name {quoted} is not allowed, because Estimator already defines "

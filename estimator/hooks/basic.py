@@ -15,9 +15,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from estimator.checkpoint import Checkpointer, checkpoint_step, latest_checkpoint
+from estimator.checkpoint import checkpoint_step, latest_checkpoint
 from estimator.event_files import writer_for
+from estimator.hooks.checkpoint_saver import CheckpointSaverHook as CheckpointSaverHook
+from estimator.hooks.checkpoint_saver import CheckpointSaverListener as CheckpointSaverListener
 from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
+from estimator.hooks.timers import NeverTriggerTimer
+from estimator.hooks.timers import SecondOrStepTimer as SecondOrStepTimer
+from estimator.keys import GLOBAL_STEP as GLOBAL_STEP
+from estimator.keys import LOSS as LOSS
+from estimator.keys import NON_FINITE_STEP as NON_FINITE_STEP
 
 __all__ = [
     "SecondOrStepTimer",
@@ -33,83 +40,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("estimator")
-
-# Names the session loop always resolves (see estimator.hooks.session_run_hook).
-GLOBAL_STEP = "global_step"
-LOSS = "loss"
-NON_FINITE_STEP = "non_finite_step"
-
-
-class SecondOrStepTimer:
-    """Triggers every N seconds or every N steps (``tf.compat.v1.train.SecondOrStepTimer``).
-
-    Args:
-      every_secs: seconds between triggers.
-      every_steps: steps between triggers (exactly one of the two).
-      clock: the time source (seconds); tests pass a fake clock.
-
-    Raises:
-      ValueError: "Either every_secs or every_steps should be provided." /
-        "Can not provide both every_secs and every_steps."
-    """
-
-    def __init__(
-        self,
-        every_secs: float | None = None,
-        every_steps: int | None = None,
-        *,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        if every_secs is None and every_steps is None:
-            raise ValueError("Either every_secs or every_steps should be provided.")
-        if every_secs is not None and every_steps is not None:
-            raise ValueError("Can not provide both every_secs and every_steps.")
-        self._every_secs = every_secs
-        self._every_steps = every_steps
-        self._clock = clock
-        self.reset()
-
-    def reset(self) -> None:
-        self._last_triggered_step = None
-        self._last_triggered_time = None
-
-    def should_trigger_for_step(self, step: int) -> bool:
-        """True at the first step, then once ``every_secs``/``every_steps`` have passed."""
-        if self._last_triggered_step is None:
-            return True
-        if self._last_triggered_step == step:
-            return False
-        if self._every_secs is not None:
-            if self._clock() >= self._last_triggered_time + self._every_secs:
-                return True
-        if self._every_steps is not None:
-            if step >= self._last_triggered_step + self._every_steps:
-                return True
-        return False
-
-    def update_last_triggered_step(self, step: int) -> tuple[float | None, int | None]:
-        """Records a trigger; returns ``(elapsed_secs, elapsed_steps)`` since the last one
-        (both None the first time)."""
-        now = self._clock()
-        if self._last_triggered_time is None:
-            elapsed = (None, None)
-        else:
-            elapsed = (now - self._last_triggered_time, step - self._last_triggered_step)
-        self._last_triggered_time = now
-        self._last_triggered_step = step
-        return elapsed
-
-    def last_triggered_step(self) -> int | None:
-        return self._last_triggered_step
-
-
-class _NeverTriggerTimer(SecondOrStepTimer):
-    def __init__(self) -> None:
-        self._clock = time.time
-        self.reset()
-
-    def should_trigger_for_step(self, step: int) -> bool:
-        return False
 
 
 class LoggingTensorHook(SessionRunHook):
@@ -148,7 +78,7 @@ class LoggingTensorHook(SessionRunHook):
         self._tensors = tensors
         self._formatter = formatter
         self._timer = (
-            _NeverTriggerTimer()
+            NeverTriggerTimer()
             if only_at_end
             else SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter)
         )
@@ -363,114 +293,6 @@ class StepCounterHook(SessionRunHook):
                 if self._summary_writer is not None:
                     self._summary_writer.add_scalar("global_step/sec", self.last_rate, global_step)
                 logger.info("global_step/sec: %g", self.last_rate)
-
-
-class CheckpointSaverListener:
-    """Called around checkpoint saves (``tf.estimator.CheckpointSaverListener``).
-
-    ``after_save`` returning True requests a stop of training.
-    """
-
-    def begin(self) -> None:
-        pass
-
-    def before_save(self, session, global_step_value: int) -> None:
-        pass
-
-    def after_save(self, session, global_step_value: int) -> bool | None:
-        pass
-
-    def end(self, session, global_step_value: int) -> None:
-        pass
-
-
-class CheckpointSaverHook(SessionRunHook):
-    """Saves checkpoints at the start, every N steps or seconds, and at the end
-    (``tf.estimator.CheckpointSaverHook``).
-
-    Saves are asynchronous (orbax): training goes on while files are written; ``end``
-    waits for them, so ``train()`` returns with every checkpoint complete.
-
-    Args:
-      checkpoint_dir: the model directory.
-      save_secs: seconds between saves.
-      save_steps: steps between saves (exactly one of the two).
-      saver: an ``estimator.checkpoint.Checkpointer`` (the Estimator passes its own, with
-        the RunConfig's retention); None makes one keeping 5.
-      checkpoint_basename, scaffold, save_graph_def: accepted for TF compatibility.
-      listeners: ``CheckpointSaverListener``s.
-      timer: keyword-only, beyond TF: what decides when to save (a
-        :class:`SecondOrStepTimer` or an object with its methods), made from
-        ``save_secs``/``save_steps`` when None. In a multi-process job the Estimator passes
-        one whose decisions all processes share (``estimator.distribute.SyncedTimer``).
-
-    Raises:
-      ValueError: from :class:`SecondOrStepTimer` when not exactly one interval is given.
-    """
-
-    def __init__(
-        self,
-        checkpoint_dir,
-        save_secs=None,
-        save_steps=None,
-        saver=None,
-        checkpoint_basename="model.ckpt",
-        scaffold=None,
-        listeners=None,
-        save_graph_def=True,
-        *,
-        timer=None,
-    ) -> None:
-        del checkpoint_basename, scaffold, save_graph_def
-        self._checkpoint_dir = checkpoint_dir
-        self._timer = timer or SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
-        self._saver = saver
-        self._listeners = list(listeners or [])
-
-    def begin(self) -> None:
-        if self._saver is None:
-            self._saver = Checkpointer(self._checkpoint_dir)
-        for listener in self._listeners:
-            listener.begin()
-
-    def after_create_session(self, session, coord) -> None:
-        self._timer.reset()
-        self._save(session, session.global_step)
-        self._timer.update_last_triggered_step(session.global_step)
-
-    def after_run(self, run_context, run_values) -> None:
-        global_step = run_context.session.global_step
-        if self._timer.should_trigger_for_step(global_step):
-            self._timer.update_last_triggered_step(global_step)
-            if self._save(run_context.session, global_step):
-                run_context.request_stop()
-
-    def end(self, session) -> None:
-        last_step = session.global_step
-        if last_step != self._timer.last_triggered_step():
-            self._save(session, last_step)
-        self._saver.wait()
-        for listener in self._listeners:
-            listener.end(session, last_step)
-
-    def _save(self, session, step: int) -> bool:
-        step, state = session.checkpoint_state(step)  # a NaN's step, if there was one
-        logger.info("Saving checkpoints for %d into %s.", step, self._checkpoint_dir)
-        for listener in self._listeners:
-            listener.before_save(session, step)
-        self._saver.save(step, state)
-        if self._listeners:
-            # Listeners (e.g. an evaluation after each save) read the checkpoint: finish it.
-            self._saver.wait()
-        should_stop = False
-        for listener in self._listeners:
-            if listener.after_save(session, step):
-                logger.info(
-                    "A CheckpointSaverListener requested that training be stopped. listener: %s",
-                    listener,
-                )
-                should_stop = True
-        return should_stop
 
 
 class FinalOpsHook(SessionRunHook):

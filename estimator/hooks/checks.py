@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from estimator.hooks.basic import CheckpointSaverListener
+from estimator.hooks.checkpoint_saver import CheckpointSaverListener
 from estimator.hooks.session_run_hook import SessionRunHook
 
 __all__ = ["check_hooks", "check_listeners"]

@@ -26,8 +26,8 @@ import os
 
 import jax
 
-from estimator.hooks.basic import SecondOrStepTimer
 from estimator.hooks.session_run_hook import SessionRunHook
+from estimator.hooks.timers import SecondOrStepTimer
 from estimator.io.paths import local_path
 from estimator.mode_keys import ModeKeys
 

@@ -24,8 +24,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from estimator.hooks.basic import LOSS
 from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
+from estimator.keys import LOSS
 from estimator.mode_keys import ModeKeys
 
 __all__ = ["ProgressBarHook", "ENV_VAR"]

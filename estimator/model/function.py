@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from estimator.inputs import fn_args
+from estimator.fn_args import fn_args
 from estimator.model import dtype_policy
 from estimator.model.padding import MASK_KEY
 from estimator.model.spec import EstimatorSpec

@@ -83,7 +83,22 @@ class Frame:
     train_metrics: bool = False
 
 
-def _frame(what: str) -> Frame:
+def require_frame(what: str) -> Frame:
+    """The frame of the ``model_fn`` call in progress (internal accessor).
+
+    The one way code outside this module reaches the variable store of the running
+    ``model_fn`` (layers, summaries, the compat optimizers and graph emulation) when it
+    needs it to exist; :func:`current_frame` is the variant that may return None.
+
+    Args:
+      what: the caller's name, for the error message (e.g. ``"summary.scalar"``).
+
+    Returns:
+      The current :class:`Frame`.
+
+    Raises:
+      RuntimeError: no ``model_fn`` is running (called at module level or in ``input_fn``).
+    """
     frame = getattr(_STATE, "frame", None)
     if frame is None:
         raise RuntimeError(
@@ -110,7 +125,9 @@ def transform_context(frame: Frame) -> Iterator[Frame]:
         _STATE.frame = previous
 
 
-def _scope_prefix(frame: Frame) -> str:
+def scope_prefix(frame: Frame) -> str:
+    """The ``variable_scope`` path of ``frame``, with a trailing ``/`` (``""`` at the root;
+    internal, for code naming things the way ``get_variable`` does)."""
     return "".join(name + "/" for name, _ in frame.scopes if name)
 
 
@@ -119,8 +136,8 @@ def unique_name(base: str) -> str:
 
     Counts restart on every ``model_fn`` call, so init and apply name layers alike.
     """
-    frame = _frame("unique_name")
-    key = _scope_prefix(frame) + base
+    frame = require_frame("unique_name")
+    key = scope_prefix(frame) + base
     count = frame.name_counts.get(key, 0)
     frame.name_counts[key] = count + 1
     return base if count == 0 else f"{base}_{count}"
@@ -155,14 +172,14 @@ def variable_scope(
       RuntimeError: outside ``model_fn``.
     """
     del values, reuse, dtype
-    frame = _frame("variable_scope")
+    frame = require_frame("variable_scope")
     if name_or_scope is None:
         if default_name is None:
             raise TypeError("If default_name is None then name_or_scope is required")
         name_or_scope = unique_name(default_name)
     frame.scopes.append((str(name_or_scope).strip("/"), initializer))
     try:
-        yield _scope_prefix(frame).rstrip("/")
+        yield scope_prefix(frame).rstrip("/")
     finally:
         frame.scopes.pop()
 
@@ -176,7 +193,7 @@ def root_scope() -> Iterator[None]:
     Raises:
       RuntimeError: outside ``model_fn``.
     """
-    frame = _frame("root_scope")
+    frame = require_frame("root_scope")
     saved, frame.scopes = frame.scopes, []
     try:
         yield
@@ -247,8 +264,8 @@ def get_variable(
       ValueError: if the name was created with a different shape or dtype (TF's
         "Trying to share variable ..." message), or no shape can be determined.
     """
-    frame = _frame(f"get_variable({name!r})")
-    full = _scope_prefix(frame) + name
+    frame = require_frame(f"get_variable({name!r})")
+    full = scope_prefix(frame) + name
     trainable = True if trainable is None else bool(trainable)
     if shape is None:
         if initializer is None:
@@ -336,7 +353,7 @@ def assign(ref: str | jax.Array, value: jax.typing.ArrayLike) -> jax.Array:
       RuntimeError: outside ``model_fn``.
       ValueError: for an unknown or trainable variable, or a shape mismatch.
     """
-    frame = _frame("assign")
+    frame = require_frame("assign")
     name = ref if isinstance(ref, str) else frame.by_id.get(id(ref))
     if name is None:
         raise ValueError(
@@ -381,7 +398,7 @@ def next_rng_key() -> jax.Array:
     Raises:
       RuntimeError: outside ``model_fn``.
     """
-    frame = _frame("next_rng_key")
+    frame = require_frame("next_rng_key")
     frame.rng_count += 1
     return jax.random.fold_in(frame.rng, frame.rng_count)
 
@@ -412,9 +429,9 @@ def identity(x: jax.typing.ArrayLike, name: str) -> jax.Array:
     Returns:
       ``x`` as an array.
     """
-    frame = _frame("identity")
+    frame = require_frame("identity")
     x = jnp.asarray(x)
-    frame.named[_scope_prefix(frame) + name] = x
+    frame.named[scope_prefix(frame) + name] = x
     return x
 
 
@@ -428,7 +445,7 @@ def get_regularization_loss(name: str = "total_regularization_loss") -> jax.Arra
       A ``float32`` scalar (0 when no variable has a regularizer).
     """
     del name
-    frame = _frame("get_regularization_loss")
+    frame = require_frame("get_regularization_loss")
     if not frame.regularization:
         return jnp.zeros((), jnp.float32)
     return sum(jnp.asarray(r, jnp.float32) for r in frame.regularization)

@@ -24,9 +24,9 @@ from estimator.model import dtype_policy
 from estimator.model.variables import (
     INIT,
     Frame,
-    _frame,
     assign,
     get_variable,
+    require_frame,
     unique_name,
     variable_scope,
 )
@@ -53,7 +53,7 @@ def require(module: str, extra: str, adapter: str) -> Any:
 
 def model_frame(adapter: str) -> Frame:
     """The frame of the ``model_fn`` call in progress (``RuntimeError`` outside one)."""
-    return _frame(f"estimator.modules.{adapter}")
+    return require_frame(f"estimator.modules.{adapter}")
 
 
 def training(frame: Frame) -> bool:

@@ -28,11 +28,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from estimator import distribute, early_stopping
+from estimator import distribute
 from estimator.estimator import Estimator
-from estimator.hooks.basic import SecondOrStepTimer
 from estimator.hooks.checks import check_hooks
 from estimator.hooks.session_run_hook import SessionRunHook
+from estimator.hooks.timers import SecondOrStepTimer
 
 __all__ = ["InMemoryEvaluatorHook"]
 
@@ -133,7 +133,7 @@ class InMemoryEvaluatorHook(SessionRunHook):
                 check = self._estimator.config.log_step_count_steps or 100
                 timer = distribute.SyncedTimer(timer, self._every_n_secs, check)
             self._timer = timer
-        early_stopping.register_evaluator(self)
+        self._estimator.evaluations.add_evaluator(self)
 
     def after_create_session(self, session, coord) -> None:
         """Evaluates the initial (or restored) model, before training."""
@@ -154,7 +154,7 @@ class InMemoryEvaluatorHook(SessionRunHook):
             else:
                 self._end_on_evaluated_step(session)
         finally:
-            early_stopping.unregister_evaluator(self)
+            self._estimator.evaluations.remove_evaluator(self)
 
     def _evaluate(self, session, *, at_end: bool) -> None:
         results = self._estimator.runtime.evaluate_live(
@@ -164,5 +164,5 @@ class InMemoryEvaluatorHook(SessionRunHook):
             self._timer.update_last_triggered_step(session.global_step)
         self.eval_result = results
         self._last_evaluated_step = session.global_step
-        early_stopping.notify_evaluation(self.eval_dir)
+        self._estimator.evaluations.evaluated(self.eval_dir)
         self._after_evaluation(session, results, at_end)

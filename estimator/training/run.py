@@ -44,9 +44,9 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from estimator import early_stopping
 from estimator.estimator import Estimator
-from estimator.hooks.basic import CheckpointSaverHook, CheckpointSaverListener, SecondOrStepTimer
+from estimator.hooks.checkpoint_saver import CheckpointSaverHook, CheckpointSaverListener
+from estimator.hooks.timers import SecondOrStepTimer
 from estimator.run_config import TaskType
 from estimator.training.in_memory_evaluator import InMemoryEvaluatorHook
 from estimator.training.specs import EvalSpec, TrainSpec
@@ -200,6 +200,12 @@ class _Evaluator:
         self.export_results: list | None = None
         self.last_was_final = False
 
+    @property
+    def evaluations(self):
+        """The estimator's ``Evaluations`` (where its early-stopping hooks hear of
+        evaluations)."""
+        return self._estimator.evaluations
+
     def latest_checkpoint(self) -> str | None:
         return self._estimator.latest_checkpoint()
 
@@ -225,7 +231,7 @@ class _Evaluator:
             checkpoint_path=latest,
             name=spec.name,
         )
-        early_stopping.notify_evaluation(self.eval_dir)
+        self._estimator.evaluations.evaluated(self.eval_dir)
         self._last_warning_time = 0.0
         self._previous_ckpt_path = latest
         return self.record(metrics, lambda: latest, at_end=at_end)
@@ -294,14 +300,14 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
         self._evaluator = evaluator
         self._eval_throttle_secs = eval_throttle_secs
         self._clock = clock
-        self.eval_dir = evaluator.eval_dir  # for early_stopping's registry
+        self.eval_dir = evaluator.eval_dir  # what Evaluations.evaluates_into asks
         self._timer = SecondOrStepTimer(every_secs=eval_throttle_secs, clock=clock)
         self._is_first_run = True
 
     def begin(self) -> None:
         self._timer = SecondOrStepTimer(every_secs=self._eval_throttle_secs, clock=self._clock)
         self._is_first_run = True
-        early_stopping.register_evaluator(self)
+        self._evaluator.evaluations.add_evaluator(self)
 
     def after_save(self, session, global_step_value: int) -> None:
         if self._is_first_run:  # the checkpoint saved at the start: nothing trained yet
@@ -322,7 +328,7 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
             else:
                 self._evaluator.final_export(self._evaluator.latest_checkpoint)
         finally:
-            early_stopping.unregister_evaluator(self)
+            self._evaluator.evaluations.remove_evaluator(self)
 
     def _evaluate(self, global_step_value: int, *, at_end: bool) -> None:
         self._timer.update_last_triggered_step(global_step_value)

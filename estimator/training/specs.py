@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 
-from estimator.hooks.basic import CheckpointSaverListener
+from estimator.hooks.checkpoint_saver import CheckpointSaverListener
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.training.exporter import Exporter
 

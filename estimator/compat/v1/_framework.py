@@ -160,7 +160,7 @@ class _Scope:
 def get_variable_scope() -> _Scope:
     """``tf.get_variable_scope()``: an object with the current scope's ``name``."""
     frame = _variables.current_frame()
-    prefix = "" if frame is None else _variables._scope_prefix(frame)
+    prefix = "" if frame is None else _variables.scope_prefix(frame)
     return _Scope(prefix.rstrip("/"))
 
 
@@ -216,7 +216,7 @@ def tuple_(tensors, name=None, control_inputs=None):
 
 
 def _assign(ref, value, what):
-    frame = _variables._frame(what)
+    frame = _variables.require_frame(what)
     if ref is frame.global_step:
         raise ValueError(
             f"{what} on the global step: the Estimator advances the global step by itself "

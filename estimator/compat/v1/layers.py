@@ -77,9 +77,9 @@ class Layer:
         if training is not None:
             call_kwargs["training"] = training
         if self._has_variables:
-            from estimator.model.variables import _frame
+            from estimator.model.variables import require_frame
 
-            frame = _frame(f"tf.layers.{type(self).__name__}")
+            frame = require_frame(f"tf.layers.{type(self).__name__}")
             key = id(frame)
             if key not in self._names:
                 self._names = {key: self.name or unique_name(self._default_name)}

@@ -465,7 +465,7 @@ def _name_of(variable: Any) -> str:
         return variable.removesuffix(":0")
     from estimator.model import variables as _variables
 
-    frame = _variables._frame("optimize_loss")
+    frame = _variables.require_frame("optimize_loss")
     name = frame.by_id.get(id(variable))
     if name is None:
         raise ValueError(

@@ -58,7 +58,7 @@ def init_from_checkpoint(ckpt_dir_or_file: str, assignment_map: Any) -> None:
         mapped to a name; a value that is not a variable of the model.
       RuntimeError: outside ``model_fn``.
     """
-    frame = _variables._frame("tf.train.init_from_checkpoint")
+    frame = _variables.require_frame("tf.train.init_from_checkpoint")
     path = _path(ckpt_dir_or_file)
     shapes = {name: tuple(shape) for name, shape in _checkpoint.list_variables(path)}
     store = {**frame.trainable, **frame.non_trainable}

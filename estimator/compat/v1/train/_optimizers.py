@@ -73,7 +73,7 @@ def _value(x: Any) -> Any:
 
 
 def _names_of(var_list, what: str) -> tuple[str, ...]:
-    frame = _variables._frame(what)
+    frame = _variables.require_frame(what)
     names = []
     for var in var_list:
         if isinstance(var, str):
@@ -204,10 +204,10 @@ class Optimizer:
         """
         del gate_gradients, aggregation_method, colocate_gradients_with_ops, grad_loss
         names = self._var_names(var_list, "compute_gradients") or tuple(
-            sorted(_variables._frame("compute_gradients").trainable)
+            sorted(_variables.require_frame("compute_gradients").trainable)
         )
         key = _loss_key(loss)
-        frame = _variables._frame("compute_gradients")
+        frame = _variables.require_frame("compute_gradients")
         return [(SymbolicGradient(name, loss_key=key), frame.trainable[name]) for name in names]
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> TrainOp:
@@ -241,7 +241,7 @@ class Optimizer:
         return op
 
     def _var_names(self, var_list, what: str) -> tuple[str, ...] | None:
-        frame = _variables._frame(f"{type(self).__name__}.{what}")
+        frame = _variables.require_frame(f"{type(self).__name__}.{what}")
         if var_list is None:
             if not frame.trainable:
                 raise ValueError("No variables to optimize.")
