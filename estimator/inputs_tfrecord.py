@@ -182,7 +182,7 @@ class TFRecordBatches:
     def map_rows(self, fn: Callable) -> TFRecordBatches:
         """The same batches of ``fn(batch)``, with ``fn`` (the Estimator's row-by-row host
         phase: feature columns) run in the parsing threads on whole blocks
-        (``estimator.inputs.batch_pipeline``).
+        (``estimator.engine.input_pipeline.batch_pipeline``).
 
         Raises:
           RuntimeError: batches were taken already.

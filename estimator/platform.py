@@ -33,7 +33,8 @@ Code paths for the CPU backend alone (:func:`on_cpu`; other backends run the sta
 * ``JAX_ESTIMATOR_CPU_COMPILE_OPTIONS=0``: programs run once or a few times compiled with
   XLA's older CPU loop emitters and lower optimization (``estimator.engine.compiler``).
 * batches passed to a program on one CPU device as host arrays, without a transfer
-  (``estimator.inputs.host_batches``): no switch, it changes nothing but the dispatch.
+  (``estimator.engine.input_pipeline.host_batches``): no switch, it changes nothing but
+  the dispatch.
 
 A switch is read when the decision is made (the environment of the process), so a test or
 a program can set it before building its Estimator.

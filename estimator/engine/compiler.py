@@ -102,7 +102,7 @@ class StepCompiler:
         device).
       steps_per_call: the most steps one call runs (``RunConfig.steps_per_execution``).
       host_batches: batches reach the program as host arrays (one CPU device: see
-        ``estimator.inputs.placement``); a fused call then stacks small ones
+        ``estimator.engine.input_pipeline.placement``); a fused call then stacks small ones
         (:meth:`stacks`).
       program: the key of ``PROGRAMS`` to compile when it is not ``mode`` (``TRAIN_METRICS``:
         the train step that accumulates training metrics).

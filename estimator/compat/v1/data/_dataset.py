@@ -308,7 +308,7 @@ class Dataset:
     def __iter__(self) -> Iterator:
         return self.as_numpy_iterator()
 
-    # ----- what the Estimator may ask of an input (estimator.inputs.batch_pipeline) --------
+    # ----- what the Estimator may ask of an input (engine.input_pipeline.batch_pipeline) -----
     def map_rows(self, fn):
         """The same batches of ``fn`` applied once to all source rows, or None when the
         pipeline is not a columnar one without maps (a ``map`` must see the raw rows).
