@@ -56,6 +56,6 @@ def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
         model_dir=estimator.model_dir,
         config=estimator.config,
         params=estimator.params,
-        warm_start_from=runtime.warm_start_from,
+        warm_start_from=None if runtime.warm_start is None else runtime.warm_start.settings,
         input_transform=runtime.input_transform,
     )
