@@ -26,6 +26,8 @@ background when complete, ``commit_success.txt`` last (``estimator.io.staging``)
 through a local copy. Retention applies to the URL too: the newest
 ``keep_checkpoint_max`` published checkpoints stay, with those the writer's policy keeps.
 
+Writing is ``estimator.checkpoint_writer`` (:class:`Checkpointer`, re-exported here).
+
 TF names checkpoints ``model.ckpt-<step>``; orbax's step naming needs an underscore.
 Retention follows ``RunConfig``: the newest ``keep_checkpoint_max`` (0/None keeps all),
 plus one every ``keep_checkpoint_every_n_hours`` as TF's ``Saver`` (timed from when the
@@ -34,22 +36,13 @@ writer was created). The newest checkpoint is never deleted.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import contextvars
-import datetime
 import logging
 import os
-import shutil
-import tempfile
-import time
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
-from orbax.checkpoint import checkpoint_managers as ocm
 
 from estimator.checkpoint_paths import _STEP_DIR as _STEP_DIR
 from estimator.checkpoint_paths import STEP_PREFIX as STEP_PREFIX
@@ -60,6 +53,11 @@ from estimator.checkpoint_paths import previous_checkpoint as previous_checkpoin
 from estimator.checkpoint_paths import quarantine as quarantine
 from estimator.checkpoint_paths import resolve as resolve
 from estimator.checkpoint_paths import step_dir as step_dir
+from estimator.checkpoint_writer import FORMAT as FORMAT
+from estimator.checkpoint_writer import Checkpointer as Checkpointer
+from estimator.checkpoint_writer import multiprocessing_options as multiprocessing_options
+from estimator.checkpoint_writer import process_local as process_local
+from estimator.checkpoint_writer import variable_specs as variable_specs
 from estimator.io import checksums, fs, staging
 
 logger = logging.getLogger("estimator")
@@ -72,59 +70,11 @@ __all__ = [
     "load_variable",
 ]
 
-#: The metadata's format: 2 records checksums (format 1, before them, is read unchecked).
-FORMAT = 2
-
 
 class DataLossError(ValueError):
     """A checkpoint whose files are damaged: unreadable, inconsistent, or whose arrays do
     not match their checksums (TF's ``tf.errors.DataLossError``; a ``ValueError``, as the
     errors for damaged checkpoints were before)."""
-
-
-class _KeepEveryNHours:
-    """TF ``Saver``'s ``keep_checkpoint_every_n_hours`` as an orbax preservation policy."""
-
-    def __init__(self, hours: float):
-        self.interval = datetime.timedelta(hours=hours)
-        self.start = datetime.datetime.now(datetime.UTC)
-
-    def should_preserve(self, checkpoints, *, context) -> Sequence[bool]:
-        del context
-        last = self.start
-        result = []
-        for info in checkpoints:
-            when = info.time if info.time.tzinfo else info.time.replace(tzinfo=datetime.UTC)
-            keep = when - last >= self.interval
-            if keep:
-                last = when
-            result.append(keep)
-        return result
-
-
-_LOCAL = contextvars.ContextVar("checkpoint_process_local", default=False)
-
-
-@contextlib.contextmanager
-def process_local() -> Iterator[None]:
-    """Checkpoint reads (and export saves) inside run on this process alone.
-
-    In a multi-process job orbax synchronises every process on each read and write; an
-    export, which the chief makes alone, must not wait for the others.
-    """
-    token = _LOCAL.set(True)
-    try:
-        yield
-    finally:
-        _LOCAL.reset(token)
-
-
-def multiprocessing_options() -> ocp.options.MultiprocessingOptions:
-    """orbax's options: every process together, or (:func:`process_local`) this one."""
-    if _LOCAL.get() and jax.process_count() > 1:
-        me = jax.process_index()
-        return ocp.options.MultiprocessingOptions(primary_host=me, active_processes={me})
-    return ocp.options.MultiprocessingOptions()
 
 
 def _pytree_checkpointer() -> ocp.Checkpointer:
@@ -327,19 +277,6 @@ def read_checkpoint(path: str) -> tuple[dict, Any]:
     return variables, opt_state
 
 
-def variable_specs(trainable: dict, non_trainable: dict) -> dict[str, dict[str, Any]]:
-    """``{name: {"shape", "dtype", "trainable"}}`` of variable dicts (arrays or abstract)."""
-    specs = {}
-    for group, values in ((True, trainable), (False, non_trainable)):
-        for name, value in values.items():
-            specs[name] = {
-                "shape": [int(d) for d in np.shape(value)],
-                "dtype": np.dtype(value.dtype).name,
-                "trainable": group,
-            }
-    return specs
-
-
 def describe_mismatch(path: str, model: dict, saved: dict) -> str | None:
     """A readable list of the differences between the model's and a checkpoint's
     variables, or None when every model variable is in the checkpoint with its shape and
@@ -362,150 +299,6 @@ def describe_mismatch(path: str, model: dict, saved: dict) -> str | None:
         + "\nThe model_fn changed since this checkpoint was written. Train in a new model_dir, "
         "or start the new model from this one with warm_start_from."
     )
-
-
-class Checkpointer:
-    """Writes and reads the checkpoints under one ``model_dir`` (what TF's ``Saver`` does).
-
-    Args:
-      model_dir: the directory: a local path or a URL (``gs://`` written by orbax itself;
-        other protocols staged locally and published, see the module docstring).
-      keep_checkpoint_max: newest checkpoints to keep; 0 or None keeps all.
-      keep_checkpoint_every_n_hours: also keep one checkpoint per this many hours.
-      async_save: write in a background thread (training goes on); ``wait()`` joins it
-        (and, for a staged URL, the publication).
-
-    Raises:
-      ValueError: a staged URL (not local, not gs://) in a job of several processes
-        (orbax writes one checkpoint from all of them into one directory).
-    """
-
-    def __init__(
-        self,
-        model_dir,
-        keep_checkpoint_max: int | None = 5,
-        keep_checkpoint_every_n_hours: float | None = 10000,
-        *,
-        async_save: bool = True,
-    ) -> None:
-        self.model_dir = fs.as_str(model_dir)
-        self._keep = keep_checkpoint_max or None
-        self._publisher: staging.Publisher | None = None
-        self._staging: str | None = None
-        directory = fs.abspath(self.model_dir)
-        if not staging.native(self.model_dir):
-            if jax.process_count() > 1:
-                raise ValueError(
-                    f"model_dir {self.model_dir!r}: orbax cannot write "
-                    f"{fs.protocol(self.model_dir)}:// itself, so its checkpoints are staged "
-                    "on this machine's disk and uploaded, which a job of several processes "
-                    "cannot share. Use a gs:// model_dir or a file system every process mounts."
-                )
-            self._staging = directory = tempfile.mkdtemp(prefix="jax-estimator-staging-")
-            atexit.register(shutil.rmtree, self._staging, True)  # if close() is never called
-            self._publisher = staging.Publisher(self._staging, self.model_dir, self._prune)
-        policies: list[Any] = [ocm.LatestN(n=keep_checkpoint_max or None)]
-        if keep_checkpoint_every_n_hours:
-            policies.append(_KeepEveryNHours(keep_checkpoint_every_n_hours))
-        options = ocp.CheckpointManagerOptions(
-            step_prefix=STEP_PREFIX,
-            create=True,
-            enable_async_checkpointing=async_save,
-            preservation_policy=ocm.AnyPreservationPolicy(policies),
-        )
-        self._manager = ocp.CheckpointManager(
-            directory,
-            options=options,
-            item_names=("variables", "opt_state", "meta"),
-        )
-
-    def save(self, global_step: int, state, *, with_opt_state: bool = True) -> str:
-        """Starts saving ``state`` (a ``TrainState``) as the checkpoint of ``global_step``.
-
-        Device values are copied to the host before this returns, so the caller may
-        donate or overwrite them; files are written in the background. Every array's
-        CRC32C is computed first and recorded in the metadata (``estimator.io.checksums``;
-        collective in a multi-process job, as the save is).
-
-        Returns:
-          The checkpoint's path (complete after :meth:`wait`).
-        """
-        if int(global_step) in self._manager.all_steps() or (
-            self._publisher is not None and int(global_step) in complete_steps(self.model_dir)
-        ):
-            return step_dir(self.model_dir, global_step)  # the same state is on disk already
-        variables = {"trainable": state.trainable, "non_trainable": state.non_trainable}
-        opt_state = state.opt_state if with_opt_state else None
-        if opt_state is not None and not jax.tree.leaves(opt_state) and fs.is_url(self.model_dir):
-            # On object storage a state without arrays (optax.sgd's) is not written: orbax
-            # cannot find the directory of an item with no files there. It is restored from
-            # train_op's own (equally empty) state.
-            opt_state = None
-        records = checksums.compute(variables, prefix="variables")
-        if opt_state is not None:
-            records.update(checksums.compute(opt_state, prefix="opt_state"))
-        meta = {
-            "format": FORMAT,
-            "global_step": int(global_step),
-            "variables": variable_specs(state.trainable, state.non_trainable),
-            "jax_version": jax.__version__,
-            "time": time.time(),
-            "checksums": {
-                "algorithm": checksums.ALGORITHM,
-                "piece_bytes": checksums.PIECE_BYTES,
-                "arrays": records,
-            },
-        }
-        items = {
-            "variables": ocp.args.StandardSave(variables),
-            "meta": ocp.args.JsonSave(meta),
-        }
-        if opt_state is not None:
-            items["opt_state"] = ocp.args.StandardSave(opt_state)
-        self._manager.save(int(global_step), args=ocp.args.Composite(**items), force=True)
-        if self._publisher is not None:
-            name = f"{STEP_PREFIX}_{int(global_step)}"
-            self._publisher.submit(name, pending=self._manager.is_saving_in_progress)
-        return step_dir(self.model_dir, global_step)
-
-    def _prune(self, published: str) -> None:
-        """After a publication: deletes the URL's checkpoints that retention no longer
-        keeps (neither among the newest ``keep_checkpoint_max`` complete ones nor kept by
-        the writer's policy), older than the one just published."""
-        newest = checkpoint_step(published)
-        keep = set(self._manager.all_steps())
-        complete = complete_steps(self.model_dir)
-        if self._keep is None:
-            return
-        keep.update(complete[-self._keep :])
-        for name in fs.listdir(self.model_dir):
-            match = _STEP_DIR.match(name)
-            if match and int(match.group(1)) < newest and int(match.group(1)) not in keep:
-                fs.rmtree(fs.join(self.model_dir, name))
-
-    def reload(self) -> None:
-        """Re-reads which checkpoints exist in ``model_dir`` (they may have changed)."""
-        self._manager.reload()
-
-    def wait(self) -> None:
-        """Blocks until every started save is complete in ``model_dir``.
-
-        Raises:
-          The error of a publication that failed (staged URLs).
-        """
-        self._manager.wait_until_finished()
-        if self._publisher is not None:
-            self._publisher.wait()
-
-    def close(self) -> None:
-        """Completes every started save (and publication), then releases the writer."""
-        try:
-            self._manager.close()
-            if self._publisher is not None:
-                self._publisher.close()
-        finally:
-            if self._staging is not None:
-                shutil.rmtree(self._staging, ignore_errors=True)
 
 
 def _sharding(spec):
