@@ -42,6 +42,8 @@ def port(name: str) -> types.ModuleType:
     ported = [PORTS.get(line, line) for line in lines]
     changed = [(a, b) for a, b in zip(lines, ported, strict=True) if a != b]
     assert len(changed) == 1 and changed[0][0] in PORTS  # nothing else differs
+    if PROGRAMS not in sys.path:  # as when run as a script: ``_report`` beside it
+        sys.path.append(PROGRAMS)
     module = types.ModuleType(f"compat_program_{name}")
     module.__file__ = path
     # Registered, as an imported module is: absl attributes the flags a module defines to
@@ -51,11 +53,16 @@ def port(name: str) -> types.ModuleType:
     return module
 
 
-def run(name: str, capsys, *args: str) -> dict:
-    port(name).main([f"{name}.py", *args])
+def result(capsys) -> dict:
+    """The ``RESULT`` line a program printed (``compat_programs/_report.py``)."""
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("RESULT "))
     return json.loads(line[len("RESULT ") :])
+
+
+def run(name: str, capsys, *args: str) -> dict:
+    port(name).main([f"{name}.py", *args])
+    return result(capsys)
 
 
 def run_app(name: str, capsys, *args: str) -> dict:
@@ -74,9 +81,7 @@ def run_app(name: str, capsys, *args: str) -> dict:
         for flag in absl.flags.FLAGS.get_flags_for_module(module.__name__):
             delattr(absl.flags.FLAGS, flag.name)
         del sys.modules[module.__name__]
-    out = capsys.readouterr().out
-    line = next(x for x in out.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
+    return result(capsys)
 
 
 def test_iris_custom_estimator_tutorial(tmp_path, capsys):
