@@ -184,6 +184,7 @@ def _fuzz(intact, tmp_path, seed: int, count: int) -> None:
     assert [p for p in problems if p] == []
 
 
+@pytest.mark.slow
 def test_fuzzed_checkpoints_give_intact_values_or_a_clear_error(intact, tmp_path):
     _fuzz(intact, tmp_path, seed=0, count=20)
 

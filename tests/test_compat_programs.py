@@ -84,6 +84,7 @@ def run_app(name: str, capsys, *args: str) -> dict:
     return result(capsys)
 
 
+@pytest.mark.slow
 def test_iris_custom_estimator_tutorial(tmp_path, capsys):
     result = run("iris", capsys, "--model_dir", str(tmp_path), "--seed", "1")
     # TF 2.15.1, --seed 1: accuracy 0.9666667 (29 of 30), loss 0.0402, predictions Setosa,
@@ -94,6 +95,7 @@ def test_iris_custom_estimator_tutorial(tmp_path, capsys):
     assert result["predicted"] == ["Setosa", "Versicolor", "Virginica"]
 
 
+@pytest.mark.slow
 def test_mnist_style_conv_net_with_logging_hook(tmp_path, capsys, caplog):
     with caplog.at_level(logging.INFO):
         result = run("mnist_conv", capsys, "--model_dir", str(tmp_path), "--seed", "1")
@@ -105,6 +107,7 @@ def test_mnist_style_conv_net_with_logging_hook(tmp_path, capsys, caplog):
     assert logged and "[[" in logged[0]
 
 
+@pytest.mark.slow
 def test_regression_with_exponential_decay(tmp_path, capsys):
     result = run("regression", capsys, "--model_dir", str(tmp_path), "--seed", "1")
     # TF 2.15.1, --seed 1: mse 0.0891, rmse 0.2985 on the test set after 1000 steps (seeds
@@ -114,6 +117,7 @@ def test_regression_with_exponential_decay(tmp_path, capsys):
     assert abs(result["rmse"] ** 2 - result["mse"]) < 1e-3
 
 
+@pytest.mark.slow
 def test_wide_census_model_with_crossed_columns(tmp_path, capsys):
     result = run("wide", capsys, "--model_dir", str(tmp_path), "--seed", "1", "--data_dir", ADULT)
     # TF 2.15.1, --seed 1: accuracy 0.8343, AUC 0.8838 on adult.test after 1000 steps.

@@ -119,6 +119,7 @@ def _check(name, loss, values):
     np.testing.assert_allclose(np.ravel(values), tf_values, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_dnn_classifier_matches_tf(tmp_path):
     # Default optimizer: TF 2.15's V2 DNN resolves 'Adagrad' with Keras's default rate, 0.001.
     model = canned.DNNClassifier(
