@@ -50,6 +50,7 @@ def run_ported(path: str, argv: list[str]) -> None:
     process: the benchmark's child)."""
     with open(path) as f:
         source = f.read().replace(TF_IMPORT, OUR_IMPORT, 1)
+    sys.path.append(os.path.dirname(path))  # as when run as a script: ``_report`` beside it
     module = types.ModuleType("__compat_program__")
     module.__file__ = path
     exec(compile(source, path, "exec"), module.__dict__)

@@ -3,3 +3,25 @@
 import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+
+
+import pytest  # noqa: E402  (after XLA_FLAGS: jax must read them when it loads)
+
+
+@pytest.fixture(scope="module")
+def trained_estimator(tmp_path_factory):
+    """The factory of trained Estimators, shared by a module's tests: ``trained_estimator(
+    name, steps=3, input_fn=TRAIN, model_fn=model_fn, **make_estimator_arguments)`` trains
+    ``name`` once (in its own model_dir) and hands the same Estimator to every later call of
+    that name. Tests that train further make their own with ``linear_model.make_estimator``."""
+    from linear_model import train_estimator
+
+    trained = {}
+
+    def factory(name: str = "trained", steps: int = 3, **kwargs):
+        if name not in trained:
+            model_dir = tmp_path_factory.mktemp(name) / "m"
+            trained[name] = train_estimator(model_dir, steps, **kwargs)
+        return trained[name]
+
+    return factory

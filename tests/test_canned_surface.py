@@ -60,6 +60,7 @@ def test_head_taking_estimators_equal_the_classifiers(tmp_path, kind):
         np.testing.assert_array_equal(left[name], right[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_add_metrics_adds_to_evaluation_only(tmp_path):
     model = canned.LinearClassifier([NUM], str(tmp_path))
     model.train(lambda: (FEATURES, Y), steps=2)

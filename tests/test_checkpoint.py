@@ -58,6 +58,7 @@ def test_layout_and_metadata(tmp_path):
     assert int(ckpt.load_variable(path, "counter")) == 3
 
 
+@pytest.mark.slow
 def test_read_without_model_code(tmp_path):
     e = trained(tmp_path)
     expected = e.get_variable_value("dense/kernel")
@@ -132,6 +133,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_process_killed_mid_save_resumes_from_previous_checkpoint(tmp_path):
     for attempt in range(3):
         model_dir = tmp_path / f"run{attempt}"

@@ -254,6 +254,7 @@ def test_the_estimator_still_reads_any_as_numpy_iterator_dataset(tmp_path):
     assert estimator.get_variable_value("global_step") == 3
 
 
+@pytest.mark.slow
 def test_a_real_tf_data_pipeline_feeds_a_compat_program(tmp_path):
     # Where TensorFlow is installed (it is not a dependency), an input_fn may keep returning
     # a real tf.data.Dataset: the Estimator reads its as_numpy_iterator().

@@ -186,6 +186,7 @@ def test_tensorflow_style_top_level_namespace():
         tf_top.compat.v2  # noqa: B018
 
 
+@pytest.mark.slow
 def test_importing_compat_does_not_import_canned_until_asked():
     code = textwrap.dedent(
         """
@@ -242,6 +243,7 @@ def test_check_command_lists_symbols_and_coverage(tmp_path, capsys):
     assert check.main([str(bad)]) == 2
 
 
+@pytest.mark.slow
 def test_check_runs_as_a_module(tmp_path):
     path = tmp_path / "p.py"
     path.write_text("import tensorflow as tf\ntf.train.AdagradOptimizer(0.1)\n")

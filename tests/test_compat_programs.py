@@ -42,6 +42,8 @@ def port(name: str) -> types.ModuleType:
     ported = [PORTS.get(line, line) for line in lines]
     changed = [(a, b) for a, b in zip(lines, ported, strict=True) if a != b]
     assert len(changed) == 1 and changed[0][0] in PORTS  # nothing else differs
+    if PROGRAMS not in sys.path:  # as when run as a script: ``_report`` beside it
+        sys.path.append(PROGRAMS)
     module = types.ModuleType(f"compat_program_{name}")
     module.__file__ = path
     # Registered, as an imported module is: absl attributes the flags a module defines to
@@ -51,11 +53,16 @@ def port(name: str) -> types.ModuleType:
     return module
 
 
-def run(name: str, capsys, *args: str) -> dict:
-    port(name).main([f"{name}.py", *args])
+def result(capsys) -> dict:
+    """The ``RESULT`` line a program printed (``compat_programs/_report.py``)."""
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("RESULT "))
     return json.loads(line[len("RESULT ") :])
+
+
+def run(name: str, capsys, *args: str) -> dict:
+    port(name).main([f"{name}.py", *args])
+    return result(capsys)
 
 
 def run_app(name: str, capsys, *args: str) -> dict:
@@ -74,11 +81,10 @@ def run_app(name: str, capsys, *args: str) -> dict:
         for flag in absl.flags.FLAGS.get_flags_for_module(module.__name__):
             delattr(absl.flags.FLAGS, flag.name)
         del sys.modules[module.__name__]
-    out = capsys.readouterr().out
-    line = next(x for x in out.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
+    return result(capsys)
 
 
+@pytest.mark.slow
 def test_iris_custom_estimator_tutorial(tmp_path, capsys):
     result = run("iris", capsys, "--model_dir", str(tmp_path), "--seed", "1")
     # TF 2.15.1, --seed 1: accuracy 0.9666667 (29 of 30), loss 0.0402, predictions Setosa,
@@ -89,8 +95,10 @@ def test_iris_custom_estimator_tutorial(tmp_path, capsys):
     assert result["predicted"] == ["Setosa", "Versicolor", "Virginica"]
 
 
+@pytest.mark.slow
 def test_mnist_style_conv_net_with_logging_hook(tmp_path, capsys, caplog):
-    with caplog.at_level(logging.INFO):
+    # The Estimator's logger at INFO whatever an earlier test in this process left it at.
+    with caplog.at_level(logging.INFO, logger="estimator"):
         result = run("mnist_conv", capsys, "--model_dir", str(tmp_path), "--seed", "1")
     # TF 2.15.1, --seed 1: accuracy 0.983 after 1000 steps (seeds 1-3: 0.983, 0.975, 0.978).
     assert result["global_step"] == 1000
@@ -100,6 +108,7 @@ def test_mnist_style_conv_net_with_logging_hook(tmp_path, capsys, caplog):
     assert logged and "[[" in logged[0]
 
 
+@pytest.mark.slow
 def test_regression_with_exponential_decay(tmp_path, capsys):
     result = run("regression", capsys, "--model_dir", str(tmp_path), "--seed", "1")
     # TF 2.15.1, --seed 1: mse 0.0891, rmse 0.2985 on the test set after 1000 steps (seeds
@@ -109,6 +118,7 @@ def test_regression_with_exponential_decay(tmp_path, capsys):
     assert abs(result["rmse"] ** 2 - result["mse"]) < 1e-3
 
 
+@pytest.mark.slow
 def test_wide_census_model_with_crossed_columns(tmp_path, capsys):
     result = run("wide", capsys, "--model_dir", str(tmp_path), "--seed", "1", "--data_dir", ADULT)
     # TF 2.15.1, --seed 1: accuracy 0.8343, AUC 0.8838 on adult.test after 1000 steps.

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import estimator as est
 
 CHILD = textwrap.dedent(
@@ -83,6 +85,7 @@ def _run(tmp_path, cache, name):
 PROGRAMS = {"train": 1, "eval": 1, "infer": 2}
 
 
+@pytest.mark.slow
 def test_each_call_compiles_one_program_per_batch_shape_then_nothing(tmp_path):
     cache = str(tmp_path / "cache")
     first = _run(tmp_path, cache, "a")
@@ -109,6 +112,7 @@ def test_each_call_compiles_one_program_per_batch_shape_then_nothing(tmp_path):
     }
 
 
+@pytest.mark.slow
 def test_the_cache_can_be_turned_off(tmp_path):
     result = _run(tmp_path, "", "c")  # compilation_cache_dir=None
     assert result["cache"] is None and result["train"] >= 2 and result["train_again"] == 0

@@ -119,6 +119,7 @@ def _check(name, loss, values):
     np.testing.assert_allclose(np.ravel(values), tf_values, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_dnn_classifier_matches_tf(tmp_path):
     # Default optimizer: TF 2.15's V2 DNN resolves 'Adagrad' with Keras's default rate, 0.001.
     model = canned.DNNClassifier(
@@ -292,6 +293,7 @@ def test_train_op_by_scope_routes_variables(tmp_path):
         est.train_op_by_scope({"one": "sgd"})
 
 
+@pytest.mark.slow
 def test_embedding_combiners_and_max_norm_match_tf(tmp_path):
     # Two ids per example (some missing), embedding rows scaled x4 so that max_norm=0.7
     # clips them; 5 steps of the default DNN. From TF 2.15.1 (same warm-start procedure):

@@ -11,16 +11,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from linear_model import X, Y, make_estimator
 
 import estimator as est
 from estimator import checkpoint as ckpt
 from estimator.engine import compile_policy as policy
 
-# y = 2 * x0 - x1 + 1 on a fixed grid: a linear model learns it exactly.
-X = np.stack([np.linspace(-1, 1, 40), np.cos(np.arange(40))], axis=1).astype(np.float32)
-Y = (2 * X[:, 0] - X[:, 1] + 1).astype(np.float32)
 
-
+# linear_model.py's data (y = 2 * x0 - x1 + 1 on a fixed grid: a linear model learns it
+# exactly) and model, with one more prediction and an evaluation metric.
 def linear_model_fn(features, labels, mode, params):
     w = est.get_variable("w", [2], initializer=est.initializers.zeros_initializer())
     b = est.get_variable("b", [], initializer=est.initializers.zeros_initializer())
@@ -38,13 +37,8 @@ def linear_model_fn(features, labels, mode, params):
 
 
 def make(tmp_path, model_fn=linear_model_fn, params=None, **config):
-    config.setdefault("tf_random_seed", 0)
-    return est.Estimator(
-        model_fn,
-        str(tmp_path / "model"),
-        config=est.RunConfig(**config),
-        params={"lr": 0.1} if params is None else params,
-    )
+    params = {"lr": 0.1} if params is None else params
+    return make_estimator(tmp_path / "model", model_fn, params=params, **config)
 
 
 def train_input(batch_size=8, epochs=None, shuffle=False):

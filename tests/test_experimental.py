@@ -30,6 +30,7 @@ def test_every_tf_name_is_there_or_named_in_the_error():
         est.experimental.nothing  # noqa: B018
 
 
+@pytest.mark.slow
 def test_canned_names_without_canned_say_where_they_are():
     # A fresh process that imports only estimator (canned would register the names).
     code = (

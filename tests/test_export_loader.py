@@ -157,8 +157,8 @@ def subprocesses(export_path, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def model(export_path, subprocesses):
-    """The loaded export (requesting it starts the subprocesses, which then run alongside)."""
+def model(export_path):
+    """The loaded export (in this process; the ``slow`` tests' subprocesses load their own)."""
     return est.export.load(export_path)
 
 
@@ -275,6 +275,7 @@ def test_concurrent_calls_from_a_thread_pool_equal_sequential_results(model):
     assert len({float(s[0, 0]) for s in sequential}) > 50  # the inputs really differ
 
 
+@pytest.mark.slow
 def test_fresh_process_without_model_code_matches_predict(subprocesses, predicted):
     code, out, err = subprocesses.result("fresh")
     assert code == 0, err
@@ -292,6 +293,7 @@ def test_fresh_process_without_model_code_matches_predict(subprocesses, predicte
 # ----- requirement 6: the command line ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_show_prints_the_signatures(subprocesses, export_path):
     code, out, err = subprocesses.result("show")
     assert code == 0, err
@@ -308,6 +310,7 @@ def test_cli_show_prints_the_signatures(subprocesses, export_path):
     ) in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("request_format", ["run_columns", "run_rows"])
 def test_cli_run_prints_outputs_as_json_equal_to_the_python_call(
     subprocesses, model, request_format

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 
-import jax.numpy as jnp
+import linear_model
 import numpy as np
-import optax
 import pytest
+from linear_model import EVAL, TRAIN, X, sgd_reference
 
 import estimator as est
 from estimator.summary import read_eval_metrics
@@ -22,51 +22,17 @@ from estimator.training.exporter import (
 )
 from estimator.training.run import EvalSpec, TrainSpec, train_and_evaluate
 
-X = np.stack([np.linspace(-1, 1, 40), np.cos(np.arange(40))], axis=1).astype(np.float32)
-Y = (2 * X[:, 0] - X[:, 1] + 1).astype(np.float32)
-TRAIN = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=None, shuffle=False)
-EVAL = est.inputs.numpy_input_fn({"x": X}, Y, batch_size=40, shuffle=False)
 RECEIVER = est.export.build_raw_serving_input_receiver_fn({"x": X})
 
 
-def model_fn(features, labels, mode, params):
-    w = est.get_variable("w", [2], initializer=est.initializers.zeros_initializer())
-    b = est.get_variable("b", [], initializer=est.initializers.zeros_initializer())
-    pred = features["x"] @ w + b
-    if mode == est.ModeKeys.PREDICT:
-        return est.EstimatorSpec(mode, predictions={"pred": pred})
-    loss = jnp.mean((pred - labels) ** 2)
-    return est.EstimatorSpec(
-        mode, loss=loss, predictions={"pred": pred}, train_op=optax.sgd(params["lr"])
-    )
-
-
-def sgd_reference(w, b, lr: float, steps: int):
-    """NumPy reference of ``steps`` SGD steps of the model below from a fresh input: loss =
-    mean((x @ w + b - y)^2) on batches X[0:8], X[8:16], ...; dL/dw = 2/8 x^T err,
-    dL/db = 2 mean(err). Returns w, b and the loss on all 40 examples."""
-    for k in range(steps):
-        i = (k * 8) % 40
-        xb, yb = X[i : i + 8].astype(np.float64), Y[i : i + 8].astype(np.float64)
-        err = xb @ w + b - yb
-        w, b = w - lr * 2 * xb.T @ err / 8, b - lr * 2 * err.mean()
-    return w, b, float(np.mean((X @ w + b - Y) ** 2))
-
-
 def make(model_dir, lr=0.1, **config):
-    config.setdefault("tf_random_seed", 0)
-    config.setdefault("log_step_count_steps", None)
-    return est.Estimator(
-        model_fn, str(model_dir), config=est.RunConfig(**config), params={"lr": lr}
-    )
+    return linear_model.make(model_dir, params={"lr": lr}, **config)
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(trained_estimator):
     """An Estimator with checkpoints at steps 1, 2 and 3."""
-    e = make(tmp_path_factory.mktemp("trained") / "m", save_checkpoints_steps=1)
-    e.train(TRAIN, max_steps=3)
-    return e
+    return trained_estimator(steps=3, save_checkpoints_steps=1, log_step_count_steps=None)
 
 
 def checkpoint(e, step):
@@ -237,9 +203,9 @@ def test_train_and_evaluate_restart_never_exports_a_worse_model(tmp_path):
     best_loss = metrics["loss"]
     # Restart in a new process with a learning rate that makes the model worse: lr 1.0
     # diverges on this data (the input restarts at its first batch).
-    w4, b4, loss4 = sgd_reference(np.zeros(2), 0.0, 0.1, 4)
-    *_, loss6 = sgd_reference(w4, b4, 1.0, 2)
-    *_, loss8 = sgd_reference(w4, b4, 1.0, 4)
+    w4, b4, loss4 = sgd_reference(steps=4)
+    *_, loss6 = sgd_reference(w4, b4, lr=1.0, steps=2)
+    *_, loss8 = sgd_reference(w4, b4, lr=1.0, steps=4)
     assert loss4 < loss6 < loss8  # 1.52 < 7.88 < 18.17
     restarted = make(model_dir, lr=1.0, save_checkpoints_steps=2)
     metrics, exports = train_and_evaluate(restarted, TrainSpec(TRAIN, max_steps=8), spec())

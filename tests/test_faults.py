@@ -26,6 +26,7 @@ def feed():
     return est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, shuffle=False, num_epochs=None)
 
 
+@pytest.mark.slow
 def test_a_second_writer_in_another_process_gets_a_clear_error(tmp_path):
     # A child process holds model_dir's lock (as a train() in progress would); our train()
     # refuses at once instead of interleaving checkpoints with it, and names the holder.
@@ -65,6 +66,7 @@ def test_a_second_writer_in_another_process_gets_a_clear_error(tmp_path):
     assert os.path.basename(e.latest_checkpoint()) == "model.ckpt_2"
 
 
+@pytest.mark.slow
 def test_a_killed_writer_leaves_no_stale_lock(tmp_path):
     code = (
         "import os, signal\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -11,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from linear_model import make_estimator
 
 import estimator as est
 from estimator import checkpoint as ckpt
@@ -36,11 +38,7 @@ def model_fn(features, labels, mode, params):
     )
 
 
-def make(tmp_path, params=None, **config):
-    config.setdefault("tf_random_seed", 0)
-    return est.Estimator(
-        model_fn, str(tmp_path), config=est.RunConfig(**config), params=params or {}
-    )
+make = functools.partial(make_estimator, model_fn=model_fn)
 
 
 def feed(batch_size=8, epochs=None):

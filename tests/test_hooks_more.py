@@ -1,13 +1,13 @@
 """More hooks (issue 6, requirement 6): ProfilerHook, FinalOpsHook, GlobalStepWaiterHook and
 the default progress bar.
 
-The model (as in test_summary.py): ``w`` starts at 0 and fits ``y = 2`` from ``x = 1``
-with loss ``(w - 2)^2`` and SGD at 0.1: ``w += 0.2 (2 - w)``, so w = 0, 0.4, 0.72, 0.976,
-1.1808, 1.34464 after 0..5 steps.
+The model is linear_model.py's scalar one: w = 0, 0.4, 0.72, 0.976, 1.1808, 1.34464 after
+0..5 steps.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import sys
@@ -15,8 +15,8 @@ import types
 
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
+from linear_model import make_estimator, scalar_input, scalar_model_fn
 
 import estimator as est
 from estimator import checkpoint as ckpt
@@ -26,31 +26,11 @@ from estimator.hooks.basic import FinalOpsHook, GlobalStepWaiterHook
 from estimator.hooks.profiler import ProfilerHook
 from estimator.hooks.progress import ProgressBarHook
 
-X = np.ones((4, 1), np.float32)
-Y = np.full((4,), 2.0, np.float32)
-
-
-def model_fn(features, labels, mode):
-    w = est.get_variable("w", [1], initializer=est.initializers.zeros_initializer())
-    pred = features["x"] @ w
-    est.identity(w[0], name="w_value")
-    if mode == est.ModeKeys.PREDICT:
-        return est.EstimatorSpec(mode, predictions={"pred": pred})
-    loss = jnp.mean((pred - labels) ** 2)
-    return est.EstimatorSpec(mode, loss=loss, predictions={"pred": pred}, train_op=optax.sgd(0.1))
-
-
-def make(model_dir, **config):
-    config.setdefault("tf_random_seed", 0)
-    config.setdefault("log_step_count_steps", None)
-    config.setdefault("save_summary_steps", None)
-    return est.Estimator(model_fn, str(model_dir), est.RunConfig(**config))
-
-
-def feed(epochs=None, batch_size=4):
-    return est.inputs.numpy_input_fn(
-        {"x": X}, Y, batch_size=batch_size, num_epochs=epochs, shuffle=False
-    )
+# The scalar model of linear_model.py, four examples a batch; no step-rate log nor summaries.
+make = functools.partial(
+    make_estimator, model_fn=scalar_model_fn, log_step_count_steps=None, save_summary_steps=None
+)
+feed = functools.partial(scalar_input, batch_size=4, examples=4)
 
 
 def context(**session):

@@ -226,6 +226,7 @@ def _assert_consistent(model_dir, killed_at_once=False):
 RUNS = int(os.environ.get("INTERRUPT_STRESS_RUNS", "3"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", range(RUNS))
 def test_stress_sigint_at_random_moments(tmp_path, run):
     mode = ("train", "eval", "predict")[run % 3]
@@ -235,6 +236,7 @@ def test_stress_sigint_at_random_moments(tmp_path, run):
     _assert_consistent(model_dir)
 
 
+@pytest.mark.slow
 def test_an_inherited_ignored_sigint_is_respected(tmp_path):
     """A job started in the background inherits SIGINT ignored: Ctrl-C (a SIGINT to the
     process) must not stop its training; it runs its steps and exits 0."""
@@ -259,6 +261,7 @@ def test_an_inherited_ignored_sigint_is_respected(tmp_path):
     assert est.Estimator(model_fn, str(model_dir)).latest_checkpoint().endswith("_300")
 
 
+@pytest.mark.slow
 def test_stress_sigterm_saves_at_the_current_step(tmp_path):
     code, seconds, model_dir = _interrupt(tmp_path, "train", signal.SIGTERM)
     assert code == 143 and seconds < 5, (code, seconds)
@@ -267,6 +270,7 @@ def test_stress_sigterm_saves_at_the_current_step(tmp_path):
     assert _assert_consistent(model_dir) == saved
 
 
+@pytest.mark.slow
 def test_stress_sigterm_without_preemption_checkpoint_is_tf_behaviour(tmp_path):
     code, _, model_dir = _interrupt(tmp_path, "train", signal.SIGTERM, preempt=False)
     assert code == -signal.SIGTERM  # the default action: killed at once

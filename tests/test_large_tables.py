@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ROWS = 1 << 23  # hash buckets: weights, FTRL accumulator and linear slot of 32 MB each
 STATE_MB = 3 * ROWS * 4 / 1e6
 
@@ -97,6 +99,7 @@ def _run(mode, tmp_path):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_large_tables_are_saved_restored_and_exported_without_extra_copies(tmp_path):
     trained = _run("train", tmp_path)
     orbax = _run("orbax", tmp_path)["restored"]

@@ -203,6 +203,7 @@ def test_the_weight_column_is_for_training_and_evaluation_only(tmp_path, kind):
         clf.train(est.inputs.numpy_input_fn({"x": x}, y, batch_size=4, shuffle=False), steps=1)
 
 
+@pytest.mark.slow
 def test_census_example_runs_one_epoch(tmp_path):
     import importlib.util
 
@@ -227,6 +228,7 @@ def test_census_example_runs_one_epoch(tmp_path):
     assert results["global_step"] == -(-32561 // 256)
 
 
+@pytest.mark.slow
 def test_census_example_wide_and_deep_one_epoch(tmp_path):
     import importlib.util
 
@@ -244,6 +246,7 @@ def test_census_example_wide_and_deep_one_epoch(tmp_path):
     assert os.path.isdir(os.path.join(str(tmp_path), "export"))
 
 
+@pytest.mark.slow
 def test_optimizer_none_is_ftrl_at_tfs_rate(tmp_path):
     # optimizer=None: FTRL at min(0.2, 1/sqrt(n_columns)); 36 columns -> 1/6 (TF 2.15's
     # _get_default_optimizer_v2). One step from zero weights with the gradient g of column
@@ -259,6 +262,7 @@ def test_optimizer_none_is_ftrl_at_tfs_rate(tmp_path):
     assert weights[0] / weights[1] == pytest.approx((1 / 6) / 0.2, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_ctr_example_learns_from_million_bucket_columns(tmp_path):
     import importlib.util
 

@@ -310,6 +310,7 @@ def test_training_flag_keys_per_step_and_initial_values_from_the_seed(trained, t
 # --- Requirement 2: everything else keeps working --------------------------------------
 
 
+@pytest.mark.slow
 def test_checkpoint_restore_export_and_resume(trained, tmp_path, monkeypatch):
     library, estimator, states = trained
     scope = SCOPES[library]

@@ -18,6 +18,7 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import canned
 import estimator as est
@@ -54,6 +55,7 @@ def _census():
     return census
 
 
+@pytest.mark.slow
 def test_six_classes_match_tf_after_one_epoch(tmp_path):
     census = _census()
     features, _ = census.load(os.path.join(ROOT, "..", "shared", "data", "adult", "adult.data"))

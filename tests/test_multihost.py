@@ -285,6 +285,7 @@ def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, processes, 
             assert worker["train_metrics"][step][key] == pytest.approx(report[key], abs=1e-7)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_fails_the_chief_quickly_and_a_restart_resumes(tmp_path):
     model_dir = tmp_path / "job"
     ports = _free_ports(2)
@@ -366,6 +367,7 @@ def test_joining_after_jax_started_says_what_to_do(tmp_path, monkeypatch):
     assert jax.process_count() == 1  # nothing half-joined
 
 
+@pytest.mark.slow
 def test_processes_with_different_model_dirs_fail_clearly(tmp_path):
     ports = _free_ports(2)
     chief = _launch(tmp_path / "a", "chief", 0, ports)
@@ -380,6 +382,7 @@ def test_processes_with_different_model_dirs_fail_clearly(tmp_path):
         assert "Every process of a multi-process job must use the same model_dir" in err
 
 
+@pytest.mark.slow
 def test_only_the_chief_writes_the_export_and_it_serves(tmp_path):
     chief, worker = _job(tmp_path, "--steps", "3", "--export")
     assert worker["exported"] is None
@@ -392,6 +395,7 @@ def test_only_the_chief_writes_the_export_and_it_serves(tmp_path):
     np.testing.assert_allclose(predictions["y"], expected, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_process_whose_input_ends_early_fails_the_job_quickly(tmp_path):
     """The worker feeds 5 batches, the chief 40, training until the input ends: the worker
     names the mismatch and exits; the chief stops by the heartbeat timeout — no hang."""

@@ -132,6 +132,7 @@ MODELS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(MODELS))
 def test_a_padded_last_batch_gives_the_shorter_batchs_step_and_metrics(tmp_path, kind):
     make, labels = MODELS[kind]
@@ -161,6 +162,7 @@ def assert_same_runs(padded, unpadded, labels):
         np.testing.assert_allclose(metrics[key], value, rtol=2e-5, atol=1e-6, err_msg=key)
 
 
+@pytest.mark.slow
 def test_a_padded_last_batch_shards_over_a_mesh(tmp_path):
     """The last batch of 11 does not split over 4 devices (it used to be replicated);
     padded to 16 it is sharded like the others, with the single device's results."""
@@ -261,6 +263,7 @@ def test_row_padding_repeats_the_first_example_up_to_the_first_batchs_size():
     assert MASK_KEY not in RowPadding()(*odd)[0]
 
 
+@pytest.mark.slow
 def test_wide_and_deep_padded_steps_and_summaries_are_the_shorter_batchs(tmp_path):
     """The comparison of ``assert_same_runs`` for wide & deep (weighted), with every
     step's summaries written (save_summary_steps=1): the last of the 10 steps is the

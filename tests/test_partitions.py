@@ -76,6 +76,7 @@ def test_a_partitioned_table_and_its_slots_are_sharded_and_train_as_replicated(t
     assert again.table == P_TABLE and again.slots[(64, 4)] == P_TABLE
 
 
+@pytest.mark.slow
 def test_a_sharded_checkpoint_restores_onto_other_meshes(tmp_path):
     trained = make(tmp_path, partitions={r"embedding/": P_TABLE})
     trained.train(input_fn, steps=8)

@@ -123,6 +123,7 @@ CASES = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_matches_tf_from_the_same_weights(tmp_path, case):
     kwargs, shapes, tf_loss, tf_logistic = CASES[case]
@@ -160,6 +161,7 @@ def test_matches_tf_from_the_same_weights(tmp_path, case):
 TF_ACCURACY_MIN = 0.980
 
 
+@pytest.mark.slow
 def test_learns_the_sequence_task_as_well_as_tf(tmp_path):
     train_features, train_labels = sequences(256, seed=1)
     test_features, test_labels = sequences(256, seed=2)
@@ -203,6 +205,7 @@ def test_learns_the_sequence_task_as_well_as_tf(tmp_path):
     np.testing.assert_allclose(served["scores"][:, 1], batch["logistic"].ravel(), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_rnn_cell_fn_stacks_custom_cells_and_estimator_takes_any_head(tmp_path):
     features, labels = sequences(16, seed=3)
     sequence_columns, _ = _columns()

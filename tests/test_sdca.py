@@ -322,6 +322,7 @@ TF_RUNS = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", sorted(TF_RUNS))
 def test_linear_estimators_match_tf(tmp_path, run):
     (kind, batch, epochs, arguments), tf_loss, tf_weights = TF_RUNS[run]
@@ -358,6 +359,7 @@ def test_linear_estimators_match_tf(tmp_path, run):
         _predicts_and_serves_without_example_ids(model, features, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_mesh_trains_as_one_device(tmp_path):
     # Batches of 10 split over 2 devices (the example table, the sequential per-example
     # updates and their random order): the same variables and loss as on one device.

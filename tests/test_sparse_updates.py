@@ -84,6 +84,7 @@ def row_tables(model):
     return model.runtime.compiler(est.ModeKeys.TRAIN).info.row_tables
 
 
+@pytest.mark.slow
 def test_linear_classifier_row_updates_equal_the_dense_ftrl(tmp_path):
     config = est.RunConfig(tf_random_seed=1)
     sparse = canned.LinearClassifier(linear_columns(), str(tmp_path / "s"), config=config)
@@ -128,6 +129,7 @@ def test_linear_classifier_row_updates_equal_the_dense_ftrl(tmp_path):
     assert (accumulator[sorted(looked_up)] > np.float32(0.1)).all()
 
 
+@pytest.mark.slow
 def test_dnn_embedding_tables_row_updates_equal_the_dense_adagrad(tmp_path):
     def columns():
         return [

@@ -34,6 +34,8 @@ import estimator as est
 from estimator import preprocessing as pp
 from estimator.export.__main__ import main as cli
 
+# Every test reads the SavedModels a TensorFlow subprocess writes (the module fixture).
+pytestmark = pytest.mark.slow
 HERE = os.path.dirname(os.path.abspath(__file__))
 # ../shared beside the checkout, as CI lays it out ($ADULT_DATA_DIR elsewhere).
 DATA = os.environ.get("ADULT_DATA_DIR") or os.path.join(HERE, "..", "..", "shared", "data", "adult")

@@ -8,6 +8,7 @@ last ones go through ``Estimator``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -17,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from linear_model import make_estimator, scalar_input, scalar_model_fn
 
-import estimator as est
 from estimator import checkpoint as ckpt
 from estimator import warm_starting as ws
 from estimator.engine.steps import TrainState
@@ -298,23 +299,9 @@ def test_settings_and_sources(source, tmp_path):
 
 
 # ----- through the Estimator ---------------------------------------------------------------
-X = np.ones((8, 1), np.float32)
-Y = np.full((8,), 2.0, np.float32)
-
-
-def model_fn(features, labels, mode):
-    w = est.get_variable("w", [1], initializer=est.initializers.zeros_initializer())
-    pred = features["x"] @ w
-    loss = jnp.mean((pred - labels) ** 2)
-    return est.EstimatorSpec(mode, loss=loss, predictions={"pred": pred}, train_op=optax.sgd(0.1))
-
-
-def make(model_dir, **kwargs):
-    return est.Estimator(model_fn, str(model_dir), est.RunConfig(tf_random_seed=0), **kwargs)
-
-
-def feed():
-    return est.inputs.numpy_input_fn({"x": X}, Y, batch_size=8, num_epochs=None, shuffle=False)
+# The scalar model of linear_model.py (w += 0.2 (2 - w) a step).
+make = functools.partial(make_estimator, model_fn=scalar_model_fn)
+feed = scalar_input
 
 
 def test_estimator_warm_starts_once_and_never_on_resume(tmp_path, caplog):

@@ -46,12 +46,20 @@ from jax.typing import ArrayLike
 
 from canned.head import _checks, _graph_names
 from canned.head._checks import VALIDATION_ERROR_MSG, regularization_total
-from canned.head.keys import MetricKeys
+from canned.head.keys import (
+    CLASSIFY_SERVING_KEY,
+    DEFAULT_SERVING_KEY,
+    PREDICT_SERVING_KEY,
+    MetricKeys,
+    PredictionKeys,
+)
 from estimator import metrics
 from estimator import summary as est_summary
 from estimator.mode_keys import ModeKeys
 from estimator.model import variables as est_variables
+from estimator.model.export_output import ClassificationOutput, PredictOutput
 from estimator.model.spec import EstimatorSpec
+from estimator.model.strings import IndexToString
 
 __all__ = ["Head"]
 
@@ -270,12 +278,19 @@ class Head(abc.ABC):
             loss = loss + regularization_total(regularization_losses)
         return loss
 
-    def _named_loss(self, labels, logits, features, *, name: bool) -> jax.Array:
-        """The reduced loss before regularization; with ``name``, its parts are named for
-        hooks (``graph_names``)."""
+    def _checked(self, labels, logits, features) -> tuple[jax.Array, ...]:
+        """What the loss and every ``eval_metrics`` start from: ``(logits, labels,
+        unweighted, weights)``, the logits checked against ``logits_dimension``, the labels
+        processed, the per-example loss and the weights (None without a weight column)."""
         logits = _checks.check_logits_final_dim(logits, self.logits_dimension)
         labels = self._processed_labels(logits, labels)
         unweighted, weights = self._unweighted_loss_and_weights(logits, labels, features)
+        return logits, labels, unweighted, weights
+
+    def _named_loss(self, labels, logits, features, *, name: bool) -> jax.Array:
+        """The reduced loss before regularization; with ``name``, its parts are named for
+        hooks (``graph_names``)."""
+        logits, labels, unweighted, weights = self._checked(labels, logits, features)
         loss = _checks.reduce_weighted_loss(unweighted, weights, self._loss_reduction)
         if name:
             _graph_names.name_losses(
@@ -289,6 +304,38 @@ class Head(abc.ABC):
             )
         return loss
 
+    # ----- predictions -------------------------------------------------------------------
+    def _prediction_keys(
+        self, keys: Sequence[str] | None, valid_keys: Sequence[str], logits: ArrayLike
+    ) -> tuple[Sequence[str], jax.Array]:
+        """``(keys, logits)`` for ``predictions``: the keys checked (all valid ones when
+        None), the logits checked against ``logits_dimension`` (TF's messages)."""
+        if keys:
+            _checks.check_prediction_keys(keys, valid_keys)
+        else:
+            keys = valid_keys
+        return keys, _checks.check_logits_final_dim(logits, self.logits_dimension)
+
+    def _class_predictions(
+        self, out: dict, keys: Sequence[str], scores: jax.Array, n_classes: int
+    ) -> None:
+        """Adds the requested ``class_ids``/``classes`` (the argmax of ``scores [B, n]``,
+        ``[B, 1]``) and ``all_class_ids``/``all_classes`` (``[B, n_classes]``) to ``out``."""
+        keys_ = PredictionKeys
+        if keys_.CLASS_IDS in keys or keys_.CLASSES in keys:
+            class_ids = jnp.argmax(scores, axis=-1).astype(jnp.int32)[..., None]
+            if keys_.CLASS_IDS in keys:
+                out[keys_.CLASS_IDS] = class_ids
+            if keys_.CLASSES in keys:
+                out[keys_.CLASSES] = IndexToString(class_ids, self._class_names)
+        if keys_.ALL_CLASS_IDS in keys or keys_.ALL_CLASSES in keys:
+            all_ids = _checks.all_class_ids(scores, n_classes)
+            if keys_.ALL_CLASS_IDS in keys:
+                out[keys_.ALL_CLASS_IDS] = all_ids
+            if keys_.ALL_CLASSES in keys:
+                out[keys_.ALL_CLASSES] = IndexToString(all_ids, self._class_names)
+
+    # ----- metrics -------------------------------------------------------------------------
     def _mean_loss_metrics(
         self,
         unweighted: jax.Array,
@@ -428,3 +475,18 @@ class Head(abc.ABC):
             train_op=train_op,
             eval_metric_ops=metrics,
         )
+
+
+def classification_export_outputs(predictions: dict, classes: str, **more) -> dict:
+    """A classification head's PREDICT export outputs: TF's default and ``classification``
+    signatures (``probabilities`` as scores, ``predictions[classes]`` as classes), the
+    ``more`` ones, and ``predict`` (every prediction)."""
+    classification = ClassificationOutput(
+        scores=predictions[PredictionKeys.PROBABILITIES], classes=predictions[classes]
+    )
+    return {
+        DEFAULT_SERVING_KEY: classification,
+        CLASSIFY_SERVING_KEY: classification,
+        **more,
+        PREDICT_SERVING_KEY: PredictOutput(predictions),
+    }

@@ -12,17 +12,13 @@ from jax.typing import ArrayLike
 
 from canned.head import _base, _checks, _labels
 from canned.head.keys import (
-    CLASSIFY_SERVING_KEY,
-    DEFAULT_SERVING_KEY,
-    PREDICT_SERVING_KEY,
     REGRESS_SERVING_KEY,
     MetricKeys,
     PredictionKeys,
     Reduction,
 )
 from estimator import metrics
-from estimator.model.export_output import ClassificationOutput, PredictOutput, RegressionOutput
-from estimator.model.strings import IndexToString
+from estimator.model.export_output import RegressionOutput
 
 __all__ = ["BinaryClassHead"]
 
@@ -192,11 +188,7 @@ class BinaryClassHead(_base.Head):
         Raises:
           ValueError: an unknown key or mis-shaped logits (TF's messages).
         """
-        if keys:
-            _checks.check_prediction_keys(keys, _VALID_KEYS)
-        else:
-            keys = _VALID_KEYS
-        logits = _checks.check_logits_final_dim(logits, 1)
+        keys, logits = self._prediction_keys(keys, _VALID_KEYS, logits)
         two_class_logits = jnp.concatenate([jnp.zeros_like(logits), logits], axis=-1)
         out = {}
         if _KEYS.LOGITS in keys:
@@ -207,18 +199,7 @@ class BinaryClassHead(_base.Head):
             # softmax([0, x]) = [sigmoid(-x), sigmoid(x)]: the same values, and [0, 1] rather
             # than TF's NaN when x overflows to inf (a huge finite input).
             out[_KEYS.PROBABILITIES] = jax.nn.sigmoid(jnp.concatenate([-logits, logits], -1))
-        if _KEYS.CLASS_IDS in keys or _KEYS.CLASSES in keys:
-            class_ids = jnp.argmax(two_class_logits, axis=-1).astype(jnp.int32)[..., None]
-            if _KEYS.CLASS_IDS in keys:
-                out[_KEYS.CLASS_IDS] = class_ids
-            if _KEYS.CLASSES in keys:
-                out[_KEYS.CLASSES] = IndexToString(class_ids, self._class_names)
-        if _KEYS.ALL_CLASS_IDS in keys:
-            out[_KEYS.ALL_CLASS_IDS] = _checks.all_class_ids(logits, 2)
-        if _KEYS.ALL_CLASSES in keys:
-            out[_KEYS.ALL_CLASSES] = IndexToString(
-                _checks.all_class_ids(logits, 2), self._class_names
-            )
+        self._class_predictions(out, keys, two_class_logits, 2)
         return out
 
     # ----- metrics -------------------------------------------------------------------------
@@ -243,9 +224,7 @@ class BinaryClassHead(_base.Head):
         """
         preds = self.predictions(logits, [_KEYS.LOGISTIC, _KEYS.CLASS_IDS])
         logistic, class_ids = preds[_KEYS.LOGISTIC], preds[_KEYS.CLASS_IDS]
-        logits = _checks.check_logits_final_dim(logits, 1)
-        labels = self._processed_labels(logits, labels)
-        unweighted, weights = self._unweighted_loss_and_weights(logits, labels, features)
+        _, labels, unweighted, weights = self._checked(labels, logits, features)
         key = self._summary_key
         out = self._mean_loss_metrics(unweighted, weights, regularization_losses)
         out[key(MetricKeys.ACCURACY)] = metrics.accuracy(labels, class_ids, weights)
@@ -265,12 +244,7 @@ class BinaryClassHead(_base.Head):
 
     # ----- export --------------------------------------------------------------------------
     def _export_outputs(self, predictions: dict) -> dict:
-        classification = ClassificationOutput(
-            scores=predictions[_KEYS.PROBABILITIES], classes=predictions[_KEYS.ALL_CLASSES]
+        regression = RegressionOutput(value=predictions[_KEYS.LOGISTIC])
+        return _base.classification_export_outputs(
+            predictions, _KEYS.ALL_CLASSES, **{REGRESS_SERVING_KEY: regression}
         )
-        return {
-            DEFAULT_SERVING_KEY: classification,
-            CLASSIFY_SERVING_KEY: classification,
-            REGRESS_SERVING_KEY: RegressionOutput(value=predictions[_KEYS.LOGISTIC]),
-            PREDICT_SERVING_KEY: PredictOutput(predictions),
-        }

@@ -98,6 +98,14 @@ def _is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def _check_rank_at_least_2(name: str, value: jax.Array) -> None:
+    if value.ndim < 2:
+        raise ValueError(
+            f"{name} must have rank at least 2.  Received rank {value.ndim}, shape "
+            f"{tuple(value.shape)}"
+        )
+
+
 def check_logits_final_dim(logits: ArrayLike, expected_logits_dimension: int) -> jax.Array:
     """float32 logits of shape ``[D0, ... DN, logits_dimension]`` (TF's checks, eager form).
 
@@ -105,11 +113,7 @@ def check_logits_final_dim(logits: ArrayLike, expected_logits_dimension: int) ->
       ValueError: rank below 2, or a last dimension other than ``expected_logits_dimension``.
     """
     logits = jnp.asarray(logits, jnp.float32)
-    if logits.ndim < 2:
-        raise ValueError(
-            f"logits must have rank at least 2.  Received rank {logits.ndim}, shape "
-            f"{tuple(logits.shape)}"
-        )
+    _check_rank_at_least_2("logits", logits)
     if logits.shape[-1] != expected_logits_dimension:
         raise ValueError(
             "logits shape must be [D0, D1, ... DN, logits_dimension], got "
@@ -153,11 +157,7 @@ def check_dense_labels_match_logits_and_reshape(
     labels = jnp.asarray(labels)
     if labels.ndim == logits.ndim - 1:
         labels = jnp.expand_dims(labels, -1)
-    if labels.ndim < 2:
-        raise ValueError(
-            f"labels must have rank at least 2.  Received rank {labels.ndim}, shape "
-            f"{tuple(labels.shape)}"
-        )
+    _check_rank_at_least_2("labels", labels)
     if labels.shape[-1] != expected_labels_dimension:
         raise ValueError(
             MISMATCHED_LABEL_DIM_ERR_MSG.format(expected_labels_dimension, labels.shape[-1])

@@ -13,16 +13,11 @@ from jax.typing import ArrayLike
 
 from canned.head import _base, _checks, _labels
 from canned.head.keys import (
-    CLASSIFY_SERVING_KEY,
-    DEFAULT_SERVING_KEY,
-    PREDICT_SERVING_KEY,
     MetricKeys,
     PredictionKeys,
     Reduction,
 )
 from estimator import metrics
-from estimator.model.export_output import ClassificationOutput, PredictOutput
-from estimator.model.strings import IndexToString
 
 __all__ = ["MultiClassHead"]
 
@@ -191,28 +186,13 @@ class MultiClassHead(_base.Head):
         Raises:
           ValueError: an unknown key or mis-shaped logits (TF's messages).
         """
-        if keys:
-            _checks.check_prediction_keys(keys, _VALID_KEYS)
-        else:
-            keys = _VALID_KEYS
-        logits = _checks.check_logits_final_dim(logits, self._n_classes)
+        keys, logits = self._prediction_keys(keys, _VALID_KEYS, logits)
         out = {}
         if _KEYS.LOGITS in keys:
             out[_KEYS.LOGITS] = logits
         if _KEYS.PROBABILITIES in keys:
             out[_KEYS.PROBABILITIES] = jax.nn.softmax(logits, axis=-1)
-        if _KEYS.CLASS_IDS in keys or _KEYS.CLASSES in keys:
-            class_ids = jnp.argmax(logits, axis=-1).astype(jnp.int32)[..., None]
-            if _KEYS.CLASS_IDS in keys:
-                out[_KEYS.CLASS_IDS] = class_ids
-            if _KEYS.CLASSES in keys:
-                out[_KEYS.CLASSES] = IndexToString(class_ids, self._class_names)
-        if _KEYS.ALL_CLASS_IDS in keys:
-            out[_KEYS.ALL_CLASS_IDS] = _checks.all_class_ids(logits, self._n_classes)
-        if _KEYS.ALL_CLASSES in keys:
-            out[_KEYS.ALL_CLASSES] = IndexToString(
-                _checks.all_class_ids(logits, self._n_classes), self._class_names
-            )
+        self._class_predictions(out, keys, logits, self._n_classes)
         return out
 
     # ----- metrics -------------------------------------------------------------------------
@@ -235,9 +215,7 @@ class MultiClassHead(_base.Head):
           ``{key: estimator.metrics.Metric}``; merge over batches, then ``compute()``.
         """
         class_ids = self.predictions(logits, [_KEYS.CLASS_IDS])[_KEYS.CLASS_IDS]
-        logits = _checks.check_logits_final_dim(logits, self._n_classes)
-        label_ids = self._processed_labels(logits, labels)
-        unweighted, weights = self._unweighted_loss_and_weights(logits, label_ids, features)
+        _, label_ids, unweighted, weights = self._checked(labels, logits, features)
         out = self._mean_loss_metrics(unweighted, weights, regularization_losses)
         out[self._summary_key(MetricKeys.ACCURACY)] = metrics.accuracy(
             label_ids, class_ids, weights
@@ -246,11 +224,4 @@ class MultiClassHead(_base.Head):
 
     # ----- export --------------------------------------------------------------------------
     def _export_outputs(self, predictions: dict) -> dict:
-        classification = ClassificationOutput(
-            scores=predictions[_KEYS.PROBABILITIES], classes=predictions[_KEYS.ALL_CLASSES]
-        )
-        return {
-            DEFAULT_SERVING_KEY: classification,
-            CLASSIFY_SERVING_KEY: classification,
-            PREDICT_SERVING_KEY: PredictOutput(predictions),
-        }
+        return _base.classification_export_outputs(predictions, _KEYS.ALL_CLASSES)

@@ -14,15 +14,11 @@ from jax.typing import ArrayLike
 from canned.head import _base, _checks, _labels
 from canned.head._binary import sigmoid_cross_entropy_with_logits
 from canned.head.keys import (
-    CLASSIFY_SERVING_KEY,
-    DEFAULT_SERVING_KEY,
-    PREDICT_SERVING_KEY,
     MetricKeys,
     PredictionKeys,
     Reduction,
 )
 from estimator import metrics
-from estimator.model.export_output import ClassificationOutput, PredictOutput
 from estimator.model.strings import IndexToString
 
 __all__ = ["MultiLabelHead"]
@@ -226,11 +222,7 @@ class MultiLabelHead(_base.Head):
         Raises:
           ValueError: an unknown key or mis-shaped logits (TF's messages).
         """
-        if keys:
-            _checks.check_prediction_keys(keys, _VALID_KEYS)
-        else:
-            keys = _VALID_KEYS
-        logits = _checks.check_logits_final_dim(logits, self._n_classes)
+        keys, logits = self._prediction_keys(keys, _VALID_KEYS, logits)
         out = {}
         if _KEYS.LOGITS in keys:
             out[_KEYS.LOGITS] = logits
@@ -257,9 +249,7 @@ class MultiLabelHead(_base.Head):
           features: the features dict (for the ``weight_column``).
           regularization_losses: optional list of scalars (``regularization_loss``).
         """
-        logits = _checks.check_logits_final_dim(logits, self._n_classes)
-        labels = self._processed_labels(logits, labels)
-        unweighted, weights = self._unweighted_loss_and_weights(logits, labels, features)
+        logits, labels, unweighted, weights = self._checked(labels, logits, features)
         probabilities = jax.nn.sigmoid(logits)
         key = self._summary_key
         out = self._mean_loss_metrics(unweighted, weights, regularization_losses)
@@ -294,11 +284,4 @@ class MultiLabelHead(_base.Head):
 
     # ----- export --------------------------------------------------------------------------
     def _export_outputs(self, predictions: dict) -> dict:
-        classification = ClassificationOutput(
-            scores=predictions[_KEYS.PROBABILITIES], classes=predictions[_KEYS.CLASSES]
-        )
-        return {
-            DEFAULT_SERVING_KEY: classification,
-            CLASSIFY_SERVING_KEY: classification,
-            PREDICT_SERVING_KEY: PredictOutput(predictions),
-        }
+        return _base.classification_export_outputs(predictions, _KEYS.CLASSES)

@@ -140,11 +140,7 @@ class RegressionHead(_base.Head):
         Raises:
           ValueError: an unknown key or mis-shaped logits (TF's messages).
         """
-        if keys:
-            _checks.check_prediction_keys(keys, self._valid_keys)
-        else:
-            keys = self._valid_keys
-        logits = _checks.check_logits_final_dim(logits, self._label_dimension)
+        keys, logits = self._prediction_keys(keys, self._valid_keys, logits)
         out = {}
         if _KEYS.PREDICTIONS in keys:
             value = self._inverse_link_fn(logits) if self._inverse_link_fn else logits
@@ -174,9 +170,7 @@ class RegressionHead(_base.Head):
           ``{key: estimator.metrics.Metric}``; merge over batches, then ``compute()``.
         """
         predicted = self.predictions(logits, [_KEYS.PREDICTIONS])[_KEYS.PREDICTIONS]
-        logits = _checks.check_logits_final_dim(logits, self._label_dimension)
-        labels = self._processed_labels(logits, labels)
-        unweighted, weights = self._unweighted_loss_and_weights(logits, labels, features)
+        _, labels, unweighted, weights = self._checked(labels, logits, features)
         key = self._summary_key
         out = self._mean_loss_metrics(unweighted, weights, regularization_losses)
         out[key(MetricKeys.LABEL_MEAN)] = metrics.mean(labels, weights)

@@ -23,7 +23,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from canned.head import _checks
 from canned.head._base import Head
 from canned.head._checks import regularization_total
 from canned.head.keys import Reduction
@@ -205,10 +204,7 @@ class SequentialHeadWrapper(Head):
         """
         del mode
         labels, logits, flat, mask = self._flatten(labels, logits, features)
-        logits = _checks.check_logits_final_dim(logits, self.logits_dimension)
-        head = self._masked
-        labels = head._processed_labels(logits, labels)
-        unweighted, weights = head._unweighted_loss_and_weights(logits, labels, flat)
+        _, _, unweighted, weights = self._masked._checked(labels, logits, flat)
         total = jnp.sum(unweighted * weights)
         if self.loss_reduction != Reduction.SUM:
             count = jnp.sum(mask.astype(jnp.float32)) * unweighted.shape[-1]

@@ -165,7 +165,33 @@ class _SkipsRepeats:
         self._last_export = (export_path, checkpoint_path, result)
 
 
-class LatestExporter(_SkipsRepeats, Exporter):
+class _WritesSavedModels(_SkipsRepeats, Exporter):
+    """What the public exporters share: their name, the ``_SavedModelExporter`` that writes
+    each export, and the memory of the last checkpoint exported."""
+
+    def __init__(
+        self,
+        name: str,
+        serving_input_receiver_fn: Callable,
+        assets_extra: Mapping[str, str] | None,
+        as_text: bool,
+    ) -> None:
+        self._saved_model_exporter = _SavedModelExporter(
+            name, serving_input_receiver_fn, assets_extra, as_text
+        )
+        self._init_repeats()
+
+    @property
+    def name(self) -> str:
+        return self._saved_model_exporter.name
+
+    def _write(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        return self._saved_model_exporter.export(
+            estimator, export_path, checkpoint_path, eval_result, is_the_final_export
+        )
+
+
+class LatestExporter(_WritesSavedModels):
     """Exports after every evaluation and keeps the newest ``exports_to_keep``
     (``tf.estimator.LatestExporter``).
 
@@ -188,19 +214,12 @@ class LatestExporter(_SkipsRepeats, Exporter):
         as_text: bool = False,
         exports_to_keep: int | None = 5,
     ) -> None:
-        self._saved_model_exporter = _SavedModelExporter(
-            name, serving_input_receiver_fn, assets_extra, as_text
-        )
+        super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
         _check_exports_to_keep(
             exports_to_keep,
             f"`exports_to_keep`, if provided, must be positive number; got {exports_to_keep}.",
         )
         self._exports_to_keep = exports_to_keep
-        self._init_repeats()
-
-    @property
-    def name(self) -> str:
-        return self._saved_model_exporter.name
 
     def export(
         self,
@@ -214,7 +233,7 @@ class LatestExporter(_SkipsRepeats, Exporter):
         oldest exports beyond ``exports_to_keep``."""
         if self._repeat(export_path, checkpoint_path):
             return self._last_export[2]
-        result = self._saved_model_exporter.export(
+        result = self._write(
             estimator, export_path, checkpoint_path, eval_result, is_the_final_export
         )
         self._remember(export_path, checkpoint_path, result)
@@ -222,7 +241,7 @@ class LatestExporter(_SkipsRepeats, Exporter):
         return result
 
 
-class FinalExporter(Exporter):
+class FinalExporter(_WritesSavedModels):
     """Exports once, at the end of training (``tf.estimator.FinalExporter``).
 
     ``train_and_evaluate`` flags as final the evaluation at the end of training, and (as TF)
@@ -243,13 +262,7 @@ class FinalExporter(Exporter):
         assets_extra: Mapping[str, str] | None = None,
         as_text: bool = False,
     ) -> None:
-        self._saved_model_exporter = _SavedModelExporter(
-            name, serving_input_receiver_fn, assets_extra, as_text
-        )
-
-    @property
-    def name(self) -> str:
-        return self._saved_model_exporter.name
+        super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
 
     def export(
         self,
@@ -263,7 +276,7 @@ class FinalExporter(Exporter):
         if not is_the_final_export:
             return None
         logger.info("Performing the final export in the end of training.")
-        return self._saved_model_exporter.export(
+        return self._write(
             estimator, export_path, checkpoint_path, eval_result, is_the_final_export
         )
 
@@ -317,7 +330,7 @@ def _read_json(path: str) -> dict | None:
         return None
 
 
-class BestExporter(_SkipsRepeats, Exporter):
+class BestExporter(_WritesSavedModels):
     """Exports a model whenever it is better than every model exported before
     (``tf.estimator.BestExporter``).
 
@@ -375,19 +388,12 @@ class BestExporter(_SkipsRepeats, Exporter):
             exports_to_keep,
             f"`exports_to_keep`, if provided, must be a positive number. Got {exports_to_keep}",
         )
+        super().__init__(name, serving_input_receiver_fn, assets_extra, as_text)
         self._compare_fn = compare_fn
-        self._saved_model_exporter = _SavedModelExporter(
-            name, serving_input_receiver_fn, assets_extra, as_text
-        )
         self._event_file_pattern = event_file_pattern
         self._exports_to_keep = exports_to_keep
         self._export_path: str | None = None
         self._best_eval_result: dict | None = None
-        self._init_repeats()
-
-    @property
-    def name(self) -> str:
-        return self._saved_model_exporter.name
 
     @property
     def best_eval_result(self) -> dict | None:
@@ -421,7 +427,7 @@ class BestExporter(_SkipsRepeats, Exporter):
         ):
             return None
         logger.info("Performing best model export.")
-        result = self._saved_model_exporter.export(
+        result = self._write(
             estimator, export_path, checkpoint_path, eval_result, is_the_final_export
         )
         # TF keeps None as the best when there was no result: the next one exports again.

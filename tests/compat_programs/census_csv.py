@@ -14,11 +14,11 @@ to ``import estimator.compat.v1 as tf``. The data: ``adult.data`` / ``adult.test
 ``--data_dir`` (default ``../shared/data/adult`` relative to the repository root).
 """
 
-import json
 import os
 import time
 
 import tensorflow.compat.v1 as tf
+from _report import print_result
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -140,15 +140,12 @@ def main(_):
     export_dir = model.export_saved_model(
         os.path.join(FLAGS.model_dir, "export"), csv_serving_input_fn
     )
-    result = {
-        "accuracy": float(results["accuracy"]),
-        "auc": float(results["auc"]),
-        "label_mean": float(results["label/mean"]),
-        "global_step": int(results["global_step"]),
-        "export_dir": export_dir.decode() if isinstance(export_dir, bytes) else export_dir,
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(
+        start,
+        results,
+        ("accuracy", "auc", "label/mean"),
+        export_dir=export_dir.decode() if isinstance(export_dir, bytes) else export_dir,
+    )
 
 
 if __name__ == "__main__":

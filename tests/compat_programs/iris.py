@@ -12,12 +12,12 @@ The data: Fisher's Iris (``iris.csv`` beside this file); every fifth row is the 
 
 import argparse
 import csv
-import json
 import os
 import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
+from _report import print_result
 
 CSV_COLUMN_NAMES = ["SepalLength", "SepalWidth", "PetalLength", "PetalWidth", "Species"]
 SPECIES = ["Setosa", "Versicolor", "Virginica"]
@@ -129,15 +129,13 @@ def main(argv):
         probability = pred_dict["probabilities"][class_id]
         predicted.append(SPECIES[class_id])
         print(f'Prediction is "{SPECIES[class_id]}" ({100 * probability:.1f}%), expected "{expec}"')
-    result = {
-        "accuracy": float(eval_result["accuracy"]),
-        "loss": float(eval_result["loss"]),
-        "global_step": int(eval_result["global_step"]),
-        "predicted": predicted,
-        "train_seconds": trained - start,
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(
+        start,
+        eval_result,
+        ("accuracy", "loss"),
+        predicted=predicted,
+        train_seconds=trained - start,
+    )
 
 
 if __name__ == "__main__":

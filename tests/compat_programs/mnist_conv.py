@@ -13,11 +13,11 @@ fixed NumPy seed (the layer sizes are scaled down to match).
 """
 
 import argparse
-import json
 import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
+from _report import print_result
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--batch_size", default=50, type=int)
@@ -121,14 +121,7 @@ def main(argv):
     )
     eval_results = mnist_classifier.evaluate(input_fn=eval_input_fn)
     print(eval_results)
-    result = {
-        "accuracy": float(eval_results["accuracy"]),
-        "loss": float(eval_results["loss"]),
-        "global_step": int(eval_results["global_step"]),
-        "train_seconds": trained - start,
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(start, eval_results, ("accuracy", "loss"), train_seconds=trained - start)
 
 
 if __name__ == "__main__":

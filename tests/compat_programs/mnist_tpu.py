@@ -17,11 +17,11 @@ downloads, the images are synthetic 16x16 "digits" (seven-segment shapes with ra
 shifts and noise, a fixed NumPy seed).
 """
 
-import json
 import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
+from _report import print_result
 
 flags = tf.flags
 flags.DEFINE_bool("use_tpu", False, "Use TPUs rather than plain CPUs.")
@@ -136,14 +136,12 @@ def main(_):
     results = estimator.evaluate(input_fn=eval_input_fn, steps=FLAGS.eval_steps)
     predictions = list(estimator.predict(input_fn=predict_input_fn))
     predicted = [int(p["class_ids"]) for p in predictions]
-    result = {
-        "accuracy": float(results["accuracy"]),
-        "loss": float(results["loss"]),
-        "global_step": int(results["global_step"]),
-        "predict_accuracy": float(np.mean(np.array(predicted) == TEST[1][: len(predicted)])),
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(
+        start,
+        results,
+        ("accuracy", "loss"),
+        predict_accuracy=float(np.mean(np.array(predicted) == TEST[1][: len(predicted)])),
+    )
 
 
 if __name__ == "__main__":

@@ -12,11 +12,11 @@ The data: a fixed nonlinear function of 8 features plus noise, from a NumPy seed
 """
 
 import argparse
-import json
 import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
+from _report import print_result
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--batch_size", default=64, type=int)
@@ -104,15 +104,7 @@ def main(argv):
         input_fn=lambda: input_fn(test_x, test_y, args.batch_size, mean, std, False)
     )
     print(metrics)
-    result = {
-        "mse": float(metrics["mse"]),
-        "rmse": float(metrics["rmse"]),
-        "loss": float(metrics["loss"]),
-        "global_step": int(metrics["global_step"]),
-        "train_seconds": trained - start,
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(start, metrics, ("mse", "rmse", "loss"), train_seconds=trained - start)
 
 
 if __name__ == "__main__":

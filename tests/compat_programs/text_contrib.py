@@ -16,11 +16,11 @@ whose label follows the count of positive and negative words.
 """
 
 import argparse
-import json
 import time
 
 import numpy as np
 import tensorflow as tf
+from _report import print_result
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--model_dir", default=None)
@@ -123,13 +123,7 @@ def main(argv):
         p["class"].decode()
         for p in classifier.predict(lambda: input_fn(samples, np.array(CLASSES, object), 2, False))
     ]
-    result = {
-        "accuracy": float(results["accuracy"]),
-        "global_step": int(results["global_step"]),
-        "predicted": predicted,
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(start, results, ("accuracy",), predicted=predicted)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,12 @@ changed to ``import estimator.compat.v1 as tf``.
 
 import argparse
 import csv
-import json
 import os
 import tempfile
 import time
 
 import tensorflow.compat.v1 as tf
+from _report import print_result
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -162,16 +162,14 @@ def main(argv):
     results = model.evaluate(input_fn=lambda: input_fn(test_files, columns, 1000, False))
     for key in sorted(results):
         print(f"{key}: {results[key]}")
-    result = {
-        "train_examples_written": n_train,
-        "accuracy": float(results["accuracy"]),
-        "auc": float(results["auc"]),
-        "global_step": int(results["global_step"]),
-        "write_seconds": written - start,
-        "train_seconds": trained - written,
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(
+        start,
+        results,
+        ("accuracy", "auc"),
+        train_examples_written=n_train,
+        write_seconds=written - start,
+        train_seconds=trained - written,
+    )
 
 
 if __name__ == "__main__":

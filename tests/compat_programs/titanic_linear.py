@@ -14,11 +14,11 @@ to ``import estimator.compat.v1 as tf``. ``--data_url`` is where the files are f
 """
 
 import argparse
-import json
 import time
 
 import pandas as pd
 import tensorflow.compat.v1 as tf
+from _report import print_result
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--data_url", default="https://storage.googleapis.com/tf-datasets/titanic")
@@ -82,15 +82,13 @@ def main(argv):
             probabilities.append(float(prediction["probabilities"][1]))
     except tf.compat.v1.errors.OutOfRangeError:
         pass
-    result = {
-        "accuracy": float(results["accuracy"]),
-        "auc": float(results["auc"]),
-        "global_step": int(results["global_step"]),
-        "predictions": len(probabilities),
-        "mean_probability": sum(probabilities) / len(probabilities),
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(
+        start,
+        results,
+        ("accuracy", "auc"),
+        predictions=len(probabilities),
+        mean_probability=sum(probabilities) / len(probabilities),
+    )
 
 
 if __name__ == "__main__":

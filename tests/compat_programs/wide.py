@@ -12,12 +12,12 @@ The data: ``adult.data`` / ``adult.test`` from ``--data_dir`` (default
 
 import argparse
 import csv
-import json
 import os
 import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
+from _report import print_result
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -123,15 +123,7 @@ def main(argv):
     results = model.evaluate(input_fn=lambda: input_fn(test_x, test_y, 1000, False))
     for key in sorted(results):
         print(f"{key}: {results[key]}")
-    result = {
-        "accuracy": float(results["accuracy"]),
-        "auc": float(results["auc"]),
-        "loss": float(results["loss"]),
-        "global_step": int(results["global_step"]),
-        "train_seconds": trained - start,
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(start, results, ("accuracy", "auc", "loss"), train_seconds=trained - start)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,12 @@ to ``import estimator.compat.v1 as tf``. The data: ``adult.data`` / ``adult.test
 """
 
 import argparse
-import json
 import os
 import time
 
 import pandas as pd
 import tensorflow.compat.v1 as tf
+from _report import print_result
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -131,14 +131,7 @@ def main(argv):
         hooks=[hook],
     )
     results = model.evaluate(input_fn=input_fn(test, 1, False, 1000))
-    result = {
-        "accuracy": float(results["accuracy"]),
-        "auc": float(results["auc"]),
-        "global_step": int(results["global_step"]),
-        "logged": logged,
-        "seconds": time.time() - start,
-    }
-    print("RESULT " + json.dumps(result))
+    print_result(start, results, ("accuracy", "auc"), logged=logged)
 
 
 if __name__ == "__main__":
