@@ -4,7 +4,8 @@ child process by one of the ways a checkpoint is read (train, evaluate, predict,
 get_variable_value, latest_checkpoint, warm start, export). The outcome must be the values
 of an intact checkpoint (the damaged one's, or the previous one's when the damage made the
 newest incomplete) or a clear error naming the checkpoint: never a signal, never other
-values. 20 cases, then 200 more; all with the ``slow`` marker (child processes).
+values. 20 cases in the fast tests (issue 35 asks for them there); 200 more with the
+``slow`` marker.
 
 Each case runs in a process of its own, forked from a server that has imported the package
 (``multiprocessing``'s forkserver, before JAX starts): a fresh process per case at a
@@ -184,7 +185,6 @@ def _fuzz(intact, tmp_path, seed: int, count: int) -> None:
     assert [p for p in problems if p] == []
 
 
-@pytest.mark.slow
 def test_fuzzed_checkpoints_give_intact_values_or_a_clear_error(intact, tmp_path):
     _fuzz(intact, tmp_path, seed=0, count=20)
 
@@ -194,7 +194,6 @@ def test_fuzzed_checkpoints_200_more_cases(intact, tmp_path):
     _fuzz(intact, tmp_path, seed=1, count=200)
 
 
-@pytest.mark.slow
 def test_the_cases_reach_every_file_and_every_way_of_reading(intact):
     model_dir, _ = intact
     checkpoint = os.path.join(str(model_dir), "model.ckpt_4")
