@@ -209,7 +209,7 @@ class Checkpointer:
         for name in fs.listdir(self.model_dir):
             match = _STEP_DIR.match(name)
             if match and int(match.group(1)) < newest and int(match.group(1)) not in keep:
-                fs.rmtree(fs.join(self.model_dir, name))
+                fs.rmtree(fs.join(self.model_dir, name), first=(staging.COMMIT_MARKER,))
 
     def reload(self) -> None:
         """Re-reads which checkpoints exist in ``model_dir`` (they may have changed)."""

@@ -88,6 +88,26 @@ def test_trees_go_up_with_their_marker_last_and_come_back(bucket, tmp_path, monk
         fs.get_tree(fs.join(bucket, "nothing"), tmp_path / "none")
 
 
+def test_a_deletion_cut_short_leaves_an_incomplete_checkpoint(bucket, monkeypatch):
+    """Retention deletes the commit marker first: killed after it (here the bulk delete
+    fails), the remains are not a complete checkpoint, so no reader takes them for one."""
+    from estimator import checkpoint_paths
+
+    step = fs.join(bucket, "m", "model.ckpt_20")
+    for name in ("meta/metadata", "variables/d/x", staging.COMMIT_MARKER):
+        fs.write_bytes(fs.join(step, name), b"x")
+    assert checkpoint_paths.complete_steps(fs.join(bucket, "m")) == [20]
+
+    def killed(self, path, recursive=False, **kw):
+        raise KeyboardInterrupt  # the process dies before the rest is deleted
+
+    monkeypatch.setattr(type(fsspec.filesystem("memory")), "rm", killed)
+    with pytest.raises(KeyboardInterrupt):
+        fs.rmtree(step, first=(staging.COMMIT_MARKER,))
+    assert fs.exists(fs.join(step, "meta", "metadata"))  # what was left
+    assert checkpoint_paths.complete_steps(fs.join(bucket, "m")) == []
+
+
 def test_local_writes_are_atomic(tmp_path, monkeypatch):
     target = tmp_path / "f"
     fs.write_bytes(target, b"old")

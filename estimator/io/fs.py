@@ -304,13 +304,25 @@ def remove(path) -> None:
     filesystem.rm_file(stripped)
 
 
-def rmtree(path) -> None:
-    """Deletes a directory (every object under a prefix); a missing one is no error."""
+def rmtree(path, *, first: tuple[str, ...] = ()) -> None:
+    """Deletes a directory (every object under a prefix); a missing one is no error.
+
+    Args:
+      path: the directory or URL prefix.
+      first: relative paths deleted before everything else, in that order: the mirror of
+        :func:`put_tree`'s ``last``. An object store deletes a prefix's objects in no
+        particular order, so a deletion cut short (SIGKILL) could leave a commit marker or
+        manifest over a tree missing files; deleted first, the remains read as incomplete
+        and readers skip them.
+    """
     if not is_url(path):
         shutil.rmtree(_local(path), ignore_errors=True)
         return
     filesystem, stripped = _fs(path)
     _fresh(filesystem, stripped)
+    for relative in first:
+        with contextlib.suppress(FileNotFoundError):
+            filesystem.rm_file(f"{stripped}/{relative}")
     with contextlib.suppress(FileNotFoundError):
         filesystem.rm(stripped, recursive=True)
 

@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from estimator.inputs import fn_args
+from estimator.export._integrity import MANIFEST
+from estimator.fn_args import fn_args
 from estimator.io import fs
 from estimator.summary import read_eval_metrics
 
@@ -144,7 +145,7 @@ def _garbage_collect_exports(export_dir_base: str, exports_to_keep: int | None) 
         path = fs.join(export_dir_base, str(version))
         try:
             if fs.is_url(path):
-                fs.rmtree(path)
+                fs.rmtree(path, first=(MANIFEST,))  # a deletion cut short: incomplete
             else:
                 shutil.rmtree(path)
         except OSError as err:
