@@ -191,25 +191,32 @@ class Servicer:
         return len(examples), await self.call(signature, columns)
 
     async def classify(self, data: bytes, context) -> bytes:
-        request = _parse(messages.ClassificationRequest, data)
-        version, model = self.resolve(request.model_spec)
-        signature = self._signature(model, request.model_spec, CLASSIFY, "classification")
-        examples = _input_examples(request.input)
-        count, outputs = await self._examples_call(signature, examples)
-        response = messages.ClassificationResponse()
-        _classifications(outputs, count, response.result)
-        spec = request.model_spec
-        _model_spec(response.model_spec, spec.name, spec.signature_name, version)
-        return response.SerializeToString()
+        return await self._examples_method(
+            data,
+            messages.ClassificationRequest,
+            messages.ClassificationResponse,
+            (CLASSIFY, "classification"),
+            _classifications,
+        )
 
     async def regress(self, data: bytes, context) -> bytes:
-        request = _parse(messages.RegressionRequest, data)
+        return await self._examples_method(
+            data,
+            messages.RegressionRequest,
+            messages.RegressionResponse,
+            (REGRESS, "regression"),
+            _regressions,
+        )
+
+    async def _examples_method(self, data, request_type, response_type, kind, fill) -> bytes:
+        """Classify or Regress: the request's examples through the signature of ``kind``
+        (``(method name, signature kind)``), the outputs written by ``fill``."""
+        request = _parse(request_type, data)
         version, model = self.resolve(request.model_spec)
-        signature = self._signature(model, request.model_spec, REGRESS, "regression")
-        examples = _input_examples(request.input)
-        count, outputs = await self._examples_call(signature, examples)
-        response = messages.RegressionResponse()
-        _regressions(outputs, count, response.result)
+        signature = self._signature(model, request.model_spec, *kind)
+        count, outputs = await self._examples_call(signature, _input_examples(request.input))
+        response = response_type()
+        fill(outputs, count, response.result)
         spec = request.model_spec
         _model_spec(response.model_spec, spec.name, spec.signature_name, version)
         return response.SerializeToString()
