@@ -66,11 +66,15 @@ class Estimator:
     ``evaluate``/``predict`` call, building a graph that creates and uses the variables in
     one pass). Each run is a trace, never one per step:
 
-    * the first call in a mode and input signature runs it twice: once in init mode,
+    * a first ``train()`` in an input signature runs it twice: once in init mode,
       abstractly, to create the variables (their shapes, dtypes and initial values) and
-      ``train_op``'s state, and once to build the step program. An ``evaluate()`` or
-      ``predict()`` after a ``train()`` or ``evaluate()`` of the same Estimator takes the
-      variables it kept and runs ``model_fn`` once;
+      ``train_op``'s state (whose structure only ``train_op`` knows, also when resuming
+      from a checkpoint), and once to build the step program;
+    * a first ``evaluate()`` or ``predict()`` in an input signature runs it once, to build
+      the step program: the variables are those of the state the Estimator kept from a
+      ``train()`` or ``evaluate()``, else those the checkpoint's metadata lists. Without a
+      checkpoint, or when ``model_fn`` asks for variables the checkpoint lacks, it runs in
+      init mode first (and the restore then lists what differs);
     * in a train step whose ``model_fn`` looks rows up in a table it trains
       (``est.layers.embedding_lookup``, feature columns), once more, abstractly, to check
       that the table is read only through lookups (sparse updates,

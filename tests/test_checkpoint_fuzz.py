@@ -174,7 +174,9 @@ def _fuzz(intact, tmp_path, seed: int, count: int) -> None:
     model_dir, expected = intact
     cases = _cases(seed, count, os.path.join(str(model_dir), "model.ckpt_4"))
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["estimator", "test_checkpoint_integrity"])
+    context.set_forkserver_preload([
+        "estimator", "test_checkpoint_integrity", "tensorboardX", "estimator.export"
+    ])
 
     def run(item):
         number, case = item

@@ -303,10 +303,10 @@ class CountingModelFn:
 
 def test_model_fn_runs_twice_for_a_first_call_and_never_per_step(tmp_path):
     """When and why model_fn runs (Estimator's docstring): once abstractly to create the
-    variables (init) and once to build the step, for the first call in a mode and input
-    signature; never again for that signature; evaluation and prediction after training
-    reuse training's variables (one run). TF runs it once per call (its graph creates and
-    uses the variables in one pass)."""
+    variables (init) and once to build the step, for a first train() in an input
+    signature; never again for that signature; evaluation and prediction take their
+    variables from training's state or the checkpoint's metadata (one run). TF runs it
+    once per call (its graph creates and uses the variables in one pass)."""
     model_fn = CountingModelFn()
     e = make(tmp_path, model_fn=model_fn)
     # 40 examples in batches of 8: no shorter last batch, one program.
@@ -322,13 +322,22 @@ def test_model_fn_runs_twice_for_a_first_call_and_never_per_step(tmp_path):
     assert model_fn.calls == 4  # the prediction step alone
     list(e.predict(eval_input(batch_size=8)))
     assert model_fn.calls == 4
-    # A new Estimator on the checkpoint: init + step, once per mode.
+    # A new Estimator on the checkpoint: the step alone, its variables from the
+    # checkpoint's metadata.
     fresh_fn = CountingModelFn()
     fresh = make(tmp_path, model_fn=fresh_fn)
     fresh.evaluate(eval_input(batch_size=8))
-    assert fresh_fn.calls == 2
+    assert fresh_fn.calls == 1
     fresh.evaluate(eval_input(batch_size=8))
-    assert fresh_fn.calls == 2
+    assert fresh_fn.calls == 1
+    predictor_fn = CountingModelFn()
+    list(make(tmp_path, model_fn=predictor_fn).predict(eval_input(batch_size=8)))
+    assert predictor_fn.calls == 1
+    # Resuming training needs train_op's state structure, which only model_fn gives:
+    # init + step.
+    trainer_fn = CountingModelFn()
+    make(tmp_path, model_fn=trainer_fn).train(train_input(epochs=1), steps=5)
+    assert trainer_fn.calls == 2
 
 
 def test_model_fn_returning_hooks_runs_once_per_call_as_in_tf(tmp_path):
@@ -453,16 +462,41 @@ def test_checkpoint_mismatch_lists_differences(tmp_path):
     def renamed(features, labels, mode, params):
         w = est.get_variable("weights", [2])
         b = est.get_variable("b", [1])  # reshaped: [] -> [1]
+        if mode == est.ModeKeys.PREDICT:
+            return est.EstimatorSpec(mode, predictions=features["x"] @ w + b)
         loss = jnp.mean((features["x"] @ w + b - labels) ** 2)
         return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.1))
 
-    other = make(tmp_path, model_fn=renamed)
-    with pytest.raises(ValueError) as info:
-        other.train(train_input(), steps=1)
-    message = str(info.value)
-    assert "in the model, not in the checkpoint: weights [2]" in message
-    assert "shape differs for b: model [1], checkpoint []" in message
-    assert "in the checkpoint, not in the model: w [2]" in message
+    # Training runs model_fn in init mode first; evaluation and prediction first try the
+    # checkpoint's variables, and the model's request for others sends them the same way.
+    for call in (
+        lambda e: e.train(train_input(), steps=1),
+        lambda e: e.evaluate(eval_input()),
+        lambda e: list(e.predict(eval_input())),
+    ):
+        with pytest.raises(ValueError) as info:
+            call(make(tmp_path, model_fn=renamed))
+        message = str(info.value)
+        assert "in the model, not in the checkpoint: weights [2]" in message
+        assert "shape differs for b: model [1], checkpoint []" in message
+        assert "in the checkpoint, not in the model: w [2]" in message
+
+
+def test_a_model_using_some_of_a_checkpoints_variables_evaluates_from_it(tmp_path):
+    # TF's Saver restores the graph's variables and ignores the others; evaluation, whose
+    # variables come from the checkpoint's metadata, too.
+    make(tmp_path).train(train_input(), steps=1)
+
+    def without_bias(features, labels, mode, params):
+        w = est.get_variable("w", [2])
+        loss = jnp.mean((features["x"] @ w - labels) ** 2)
+        return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.1))
+
+    e = make(tmp_path, model_fn=without_bias)
+    w = e.get_variable_value("w")
+    # The loss of the checkpoint's w alone, computed here.
+    expected = np.mean((np.asarray(X[:16], np.float32) @ w - Y[:16]) ** 2)
+    assert e.evaluate(eval_input(), steps=1)["loss"] == pytest.approx(expected, rel=1e-5)
 
 
 def test_strings_without_input_transform(tmp_path):

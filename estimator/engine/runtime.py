@@ -394,7 +394,7 @@ class Runtime:
         self.model.check_labels(first[1])
         if state is None:
             # The program compiles while the checkpoint is read.
-            abstract = self.states.abstract(compiler, first)
+            abstract = self.states.abstract(compiler, first, path)
         else:
             state = abstract = state._replace(opt_state=None)
         try:
@@ -402,7 +402,7 @@ class Runtime:
         except ValueError:
             if state is not None or not self.states.retry_without_kept(compiler, first):
                 raise
-            abstract = self.states.abstract(compiler, first)
+            abstract = self.states.abstract(compiler, first, path)
             acc = compiler.empty_accumulator(abstract, *first)
         plan = self._plan(prefetcher, first, _few_batches(prefetcher, steps))
         compiler.precompile((abstract, acc), first, plan)

@@ -17,6 +17,7 @@ import weakref
 from typing import Protocol
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -56,7 +57,8 @@ class StateSource:
         self.warm_start = warm_start
         self._cache: tuple[str, TrainState] | None = None
         self._abstracts: dict = {}  # (mode, batch signature) -> abstract state
-        self._from_kept: set = set()  # keys whose abstract came from the kept state
+        self._from_kept: set = set()  # keys whose abstract came from the kept state or a
+        # checkpoint's metadata (not from model_fn)
         self._not_kept: set = set()  # keys for which the kept state's variables did not fit
         self._readers: weakref.WeakSet = weakref.WeakSet()  # see lend()
 
@@ -69,26 +71,31 @@ class StateSource:
         it reads) may still use the cached arrays: training then starts from a copy."""
         self._readers.add(reader)
 
-    def abstract(self, compiler: StepCompiler, batch) -> TrainState:
+    def abstract(self, compiler: StepCompiler, batch, path: str | None = None) -> TrainState:
         """The state's shapes and dtypes (with its sharding) for this mode's model, decided
-        once per mode and batch signature. Evaluation and prediction after a ``train()`` or
-        ``evaluate()`` of this Estimator take the kept state's variables (every mode reads
-        the variables training created: ``model_fn`` is not run again to create them);
-        otherwise ``model_fn`` runs once, abstractly, in init mode."""
+        once per mode and batch signature. Evaluation and prediction take the variables
+        training created without running ``model_fn`` to create them: the kept state's
+        after a ``train()`` or ``evaluate()`` of this Estimator, else those checkpoint
+        ``path``'s metadata lists; otherwise (training, or no checkpoint) ``model_fn`` runs
+        once, abstractly, in init mode.
+
+        Raises:
+          estimator.checkpoint.DataLossError: ``path``'s metadata is damaged.
+        """
         key = (compiler.mode, signature(batch))
         if key not in self._abstracts:
             labels = batch[1] if len(batch) > 1 else None
-            if (
-                compiler.mode != ModeKeys.TRAIN
-                and self._cache is not None
-                and key not in self._not_kept
-            ):
+            given = compiler.mode != ModeKeys.TRAIN and key not in self._not_kept
+            if given and self._cache is not None:
                 self._from_kept.add(key)
                 kept = self._cache[1]
                 abstract = jax.tree.map(
                     lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype),
                     kept._replace(opt_state=None),
                 )
+            elif given and path is not None:
+                self._from_kept.add(key)
+                abstract = _saved_state(path, self.model.key_data)
             else:
                 abstract = compiler.abstract_state(batch[0], labels)
             if self.sharding is not None:
@@ -101,10 +108,11 @@ class StateSource:
         return self._abstracts[key]
 
     def retry_without_kept(self, compiler: StepCompiler, batch) -> bool:
-        """After the first trace of a mode failed on the kept state's variables (the model
-        now asks for others: see :meth:`abstract`), forgets them for this mode and batch
-        signature and returns True: the caller runs ``model_fn`` in init mode instead, and
-        a checkpoint's restore then says what differs. False when they were not used."""
+        """After the first trace of a mode failed on the kept state's or the checkpoint's
+        variables (the model now asks for others: see :meth:`abstract`), forgets them for
+        this mode and batch signature and returns True: the caller runs ``model_fn`` in
+        init mode instead, and a checkpoint's restore then says what differs. False when
+        they were not used."""
         key = (compiler.mode, signature(batch))
         if key not in self._from_kept:
             return False
@@ -139,7 +147,10 @@ class StateSource:
             path is not None
             and self._cache is not None
             and self._cache[0] == path
-            and _same_variables(self._cache[1], abstract or self.abstract(compiler, batch))
+            and _same_variables(
+                self._cache[1],
+                abstract or self.abstract(compiler, batch, None if training else path),
+            )
         ):
             cached = self._cache[1]
             if not training:
@@ -161,7 +172,9 @@ class StateSource:
                 state = compiler.place(self._warm_start(state, train_op))
             return state
         trainable, non_trainable, opt_state = ckpt.restore(
-            path, self.abstract(compiler, batch), with_opt_state=training
+            path,
+            abstract or self.abstract(compiler, batch, None if training else path),
+            with_opt_state=training,
         )
         state = compiler.place(
             TrainState(
@@ -189,6 +202,18 @@ class StateSource:
             key=jax.random.fold_in(self.model.base_key, 0x5741524D),  # "WARM"
             init_opt_state=init_opt_state,
         )
+
+
+def _saved_state(path: str, key_data) -> TrainState:
+    """The abstract state (no optimizer state) of the variables checkpoint ``path``'s
+    metadata lists, as :meth:`StateSource.read` restores it."""
+    trainable, non_trainable = {}, {}
+    for name, spec in ckpt.read_meta(path)["variables"].items():
+        group = trainable if spec["trainable"] else non_trainable
+        group[name] = jax.ShapeDtypeStruct(tuple(spec["shape"]), jnp.dtype(spec["dtype"]))
+    scalar = jax.ShapeDtypeStruct((), np.int32)
+    rng = None if key_data is None else jax.ShapeDtypeStruct(key_data.shape, key_data.dtype)
+    return TrainState(trainable, non_trainable, None, scalar, scalar, rng)
 
 
 def _same_variables(state: TrainState, abstract: TrainState) -> bool:
