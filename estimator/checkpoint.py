@@ -41,6 +41,7 @@ import os
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
@@ -193,6 +194,17 @@ def list_variables(path: str) -> list[tuple[str, list[int]]]:
     out = [(name, list(spec["shape"])) for name, spec in meta["variables"].items()]
     out.append(("global_step", []))
     return sorted(out)
+
+
+def abstract_variables(meta: dict) -> tuple[dict, dict]:
+    """``(trainable, non_trainable)``: ``{name: jax.ShapeDtypeStruct}`` of the variables a
+    checkpoint's metadata (:func:`read_meta`) lists, what :func:`restore` reads them into."""
+    groups: tuple[dict, dict] = ({}, {})
+    for name, spec in meta["variables"].items():
+        groups[0 if spec["trainable"] else 1][name] = jax.ShapeDtypeStruct(
+            tuple(spec["shape"]), jnp.dtype(spec["dtype"])
+        )
+    return groups
 
 
 def load_variable(path: str, name: str) -> np.ndarray:

@@ -290,6 +290,71 @@ def test_classification_and_regression_signatures_with_a_raw_float_receiver(trai
     assert sorted(model.signatures["predict"](x=x)) == ["logits", "probability"]
 
 
+def test_an_export_runs_model_fn_once_for_all_its_signatures(trained, tmp_path):
+    # TF builds one graph per export; we trace model_fn once (on the variables the
+    # checkpoint's metadata lists), not once per signature key, and a key whose outputs
+    # are another's (serving_default is classification here) shares its function.
+    calls = []
+
+    def counting(features, labels, mode, params):
+        calls.append(mode)
+        return model_fn(features, labels, mode, params)
+
+    estimator = est.Estimator(
+        counting,
+        trained.model_dir,
+        config=est.RunConfig(tf_random_seed=0),
+        params={"learning_rate": 0.5, "outputs": "all"},
+    )
+    path = estimator.export_saved_model(str(tmp_path), raw_receiver()).decode()
+    assert calls == [PREDICT]  # all four signatures
+    manifest = _manifest(path)
+
+    def function_bytes(name):
+        with open(os.path.join(path, manifest["signatures"][name]["function"]), "rb") as f:
+            return f.read()
+
+    assert function_bytes("serving_default") == function_bytes("classification")
+    assert function_bytes("regression") != function_bytes("classification")
+
+
+def test_an_export_of_a_changed_model_fn_lists_what_differs(trained, tmp_path):
+    # The first trace runs on the checkpoint's variables; a model asking for another one
+    # is run in init mode, and the restore lists the differences (nothing is written).
+    def renamed(features, labels, mode, params):
+        logits = est.layers.dense(features["x"], 1, name="renamed")[:, 0]
+        return est.EstimatorSpec(mode, predictions={"logits": logits})
+
+    estimator = est.Estimator(renamed, trained.model_dir)
+    with pytest.raises(ValueError) as info:
+        estimator.export_saved_model(str(tmp_path / "exports"), raw_receiver())
+    message = str(info.value)
+    assert "in the model, not in the checkpoint: renamed/kernel [3, 1]" in message
+    assert "in the checkpoint, not in the model: logits/kernel [3, 1]" in message
+    assert not os.path.exists(tmp_path / "exports") or not os.listdir(tmp_path / "exports")
+
+
+def test_each_signature_function_computes_only_what_its_outputs_need():
+    from estimator.export._shared_trace import signature_functions
+
+    def outputs(x):
+        shared = {"a": jnp.sin(x)}
+        return {"first": shared, "alias": shared, "cheap": {"b": x * 2.0}}
+
+    x = jnp.arange(3.0)
+    shapes, functions = signature_functions(outputs, x)
+    assert jax.tree.map(lambda s: s.shape, shapes) == {
+        "first": {"a": (3,)},
+        "alias": {"a": (3,)},
+        "cheap": {"b": (3,)},
+    }
+    assert functions["alias"] is functions["first"]
+    np.testing.assert_allclose(functions["first"](x)["a"], np.sin(np.arange(3.0)))
+    np.testing.assert_allclose(functions["cheap"](x)["b"], [0.0, 2.0, 4.0])
+    primitives = {e.primitive.name for e in jax.make_jaxpr(functions["cheap"])(x).eqns}
+    assert primitives == {"mul"}  # no sin: the other keys' equations are left out
+
+
 # LinearClassifier: what TF 2.15.1 exports for the same columns
 # (tensorflow_estimator 2.15.0; saved_model_cli show --all, parsing receiver):
 #   serving_default  classify  outputs classes DT_STRING (-1, 2), scores DT_FLOAT (-1, 2)

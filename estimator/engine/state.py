@@ -17,7 +17,6 @@ import weakref
 from typing import Protocol
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -207,10 +206,7 @@ class StateSource:
 def _saved_state(path: str, key_data) -> TrainState:
     """The abstract state (no optimizer state) of the variables checkpoint ``path``'s
     metadata lists, as :meth:`StateSource.read` restores it."""
-    trainable, non_trainable = {}, {}
-    for name, spec in ckpt.read_meta(path)["variables"].items():
-        group = trainable if spec["trainable"] else non_trainable
-        group[name] = jax.ShapeDtypeStruct(tuple(spec["shape"]), jnp.dtype(spec["dtype"]))
+    trainable, non_trainable = ckpt.abstract_variables(ckpt.read_meta(path))
     scalar = jax.ShapeDtypeStruct((), np.int32)
     rng = None if key_data is None else jax.ShapeDtypeStruct(key_data.shape, key_data.dtype)
     return TrainState(trainable, non_trainable, None, scalar, scalar, rng)

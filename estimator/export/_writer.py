@@ -34,7 +34,7 @@ import orbax.checkpoint as ocp
 from jax import export as jax_export
 
 from estimator import checkpoint as ckpt
-from estimator.engine.steps import init_state
+from estimator.engine.steps import TrainState, init_state
 from estimator.export._csv import apply_decodes, decode_steps, dummy_records
 from estimator.export._integrity import checksums
 from estimator.export._loader import fill_parsed
@@ -44,6 +44,7 @@ from estimator.export._receivers import (
     SupervisedInputReceiver,
     TensorServingInputReceiver,
 )
+from estimator.export._shared_trace import signature_functions
 from estimator.io import fs
 from estimator.mode_keys import ModeKeys
 from estimator.model.export_output import EvalOutput
@@ -279,24 +280,38 @@ class _Exporter:
         self.platforms = tuple(platforms)
         self.variables = None
 
-    def _restore(self, mode, features, labels) -> dict:
-        if self.variables is None:
-            abstract = jax.eval_shape(
+    def _abstract_variables(self, mode, features, labels) -> dict:
+        """The variables' shapes and dtypes: those the checkpoint's metadata lists, or
+        (``features`` given: the model asked for others) those ``model_fn`` creates in init
+        mode, which the restore then compares with the checkpoint's."""
+        if features is None:
+            trainable, non_trainable = ckpt.abstract_variables(self.meta)
+        else:
+            state = jax.eval_shape(
                 lambda f, lab: init_state(self.model, mode, f, lab), features, labels
+            )
+            trainable, non_trainable = state.trainable, state.non_trainable
+        return {"trainable": trainable, "non_trainable": non_trainable}
+
+    def _restore(self, abstract_vars: dict) -> None:
+        """Reads the variables ``abstract_vars`` names from the checkpoint (once)."""
+        if self.variables is None:
+            abstract = TrainState(
+                abstract_vars["trainable"], abstract_vars["non_trainable"], None, None, None
             )
             trainable, non_trainable, _ = ckpt.restore(self.path, abstract, with_opt_state=False)
             self.variables = {"trainable": trainable, "non_trainable": non_trainable}
-        return self.variables
 
     def signatures(self, mode: str, inputs: _Inputs, group: str | None, fixed_batch) -> tuple:
-        """``({name: (key, Exported, vocabularies, method_name)}, features_spec, labels_spec)``."""
+        """``({name: (key, Exported, vocabularies, method_name)}, features_spec, labels_spec)``.
+
+        ``model_fn`` runs once for all the signatures of the mode (on the variables the
+        checkpoint's metadata lists), or twice when it asks for variables the checkpoint
+        lacks (init mode first: the restore then lists what differs)."""
         features_spec, labels_spec, (dummy_features, dummy_labels) = _device_specs(
             inputs, fixed_batch
         )
         device_fn = inputs.device_fn
-        model_features = device_fn(dummy_features) if device_fn else dummy_features
-        variables = self._restore(mode, model_features, dummy_labels)
-        abstract_vars = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), variables)
         model, step = self.model, int(self.meta["global_step"])
 
         methods: dict[str, str] = {}  # signature key -> TF method name, seen when tracing
@@ -311,18 +326,27 @@ class _Exporter:
                 methods[_SUPERVISED_KEYS[mode]] = _SUPERVISED_METHODS[mode]
             return _outputs_for(mode, spec)
 
-        shapes = jax.eval_shape(call, abstract_vars, features_spec, labels_spec)
-        results = {}
+        abstract_vars = self._abstract_variables(mode, None, None)
+        try:
+            shapes, functions = signature_functions(call, abstract_vars, features_spec, labels_spec)
+        except ValueError:  # variables the checkpoint lacks (or model_fn's own error)
+            model_features = device_fn(dummy_features) if device_fn else dummy_features
+            abstract_vars = self._abstract_variables(mode, model_features, dummy_labels)
+            self._restore(abstract_vars)  # raises the checkpoint's differences, if any
+            shapes, functions = signature_functions(call, abstract_vars, features_spec, labels_spec)
+        self._restore(abstract_vars)
+        args = (abstract_vars, features_spec, labels_spec)
+        results, exports = {}, {}  # exports: one per distinct function
         for key, outputs in shapes.items():
             vocabularies = {
                 n: list(o.vocabulary) for n, o in outputs.items() if isinstance(o, IndexToString)
             }
-            fn = jax.jit(lambda v, f, lab, key=key: _select(call(v, f, lab)[key]))
-            exported = jax_export.export(fn, platforms=self.platforms)(
-                abstract_vars, features_spec, labels_spec
-            )
+            function = functions[key]
+            if function not in exports:
+                fn = jax.jit(lambda v, f, lab, function=function: _select(function(v, f, lab)))
+                exports[function] = jax_export.export(fn, platforms=self.platforms)(*args)
             name = key if group is None else f"{group}:{key}"
-            results[name] = (key, exported, vocabularies, methods[key])
+            results[name] = (key, exports[function], vocabularies, methods[key])
         return results, features_spec, labels_spec
 
 
