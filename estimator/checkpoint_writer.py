@@ -54,6 +54,32 @@ class _KeepEveryNHours:
         return result
 
 
+class _UntilPublished:
+    """Retention for a staged ``model_dir``: ``policy``'s, and a checkpoint stays on the
+    local disk until the publisher has uploaded it.
+
+    Without it orbax deletes the staging directory's old steps at a later save's end, also
+    those the publisher, which runs behind when uploads are slow, is still uploading or has
+    yet to upload: the upload then fails, or uploads a partial tree that the marker written
+    last declares complete. ``kept`` is what ``policy`` alone keeps (as of the last
+    decision): the published checkpoints to keep.
+    """
+
+    def __init__(self, policy, publisher: staging.Publisher):
+        self.policy = policy
+        self.publisher = publisher
+        self.kept: set[int] | None = None
+
+    def should_preserve(self, checkpoints, *, context) -> Sequence[bool]:
+        keep = self.policy.should_preserve(checkpoints, context=context)
+        self.kept = {info.step for info, k in zip(checkpoints, keep, strict=True) if k}
+        waiting = self.publisher.unpublished()
+        return [
+            k or f"{STEP_PREFIX}_{info.step}" in waiting
+            for info, k in zip(checkpoints, keep, strict=True)
+        ]
+
+
 _LOCAL = contextvars.ContextVar("checkpoint_process_local", default=False)
 
 
@@ -135,11 +161,14 @@ class Checkpointer:
         policies: list[Any] = [ocm.LatestN(n=keep_checkpoint_max or None)]
         if keep_checkpoint_every_n_hours:
             policies.append(_KeepEveryNHours(keep_checkpoint_every_n_hours))
+        self._retention: _UntilPublished | None = None
+        if self._publisher is not None:
+            self._retention = _UntilPublished(ocm.AnyPreservationPolicy(policies), self._publisher)
         options = ocp.CheckpointManagerOptions(
             step_prefix=STEP_PREFIX,
             create=True,
             enable_async_checkpointing=async_save,
-            preservation_policy=ocm.AnyPreservationPolicy(policies),
+            preservation_policy=self._retention or ocm.AnyPreservationPolicy(policies),
         )
         self._manager = ocp.CheckpointManager(
             directory,
@@ -201,7 +230,8 @@ class Checkpointer:
         keeps (neither among the newest ``keep_checkpoint_max`` complete ones nor kept by
         the writer's policy), older than the one just published."""
         newest = checkpoint_step(published)
-        keep = set(self._manager.all_steps())
+        kept = self._retention.kept if self._retention is not None else None
+        keep = set(self._manager.all_steps() if kept is None else kept)
         complete = complete_steps(self.model_dir)
         if self._keep is None:
             return

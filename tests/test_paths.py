@@ -147,6 +147,28 @@ def test_the_whole_lifecycle_in_an_object_store(empty_cwd, bucket, tmp_path):
         np.testing.assert_allclose(warm.evaluate(EVAL)["loss"], after, rtol=1e-6)
 
 
+def test_slow_uploads_publish_every_checkpoint_whole(empty_cwd, bucket, monkeypatch):
+    # Uploads slower than the saves: the publisher runs several checkpoints behind, while
+    # orbax's retention (keep_checkpoint_max=1) would delete the staged copies it has yet
+    # to upload (seen on a real S3 server: a checkpoint published without its meta/).
+    put_tree = fs.put_tree
+    published = []
+
+    def slow_put_tree(local, url, **kwargs):
+        time.sleep(0.3)
+        put_tree(local, url, **kwargs)
+        published.append(fs.basename(url))
+
+    monkeypatch.setattr(fs, "put_tree", slow_put_tree)
+    model_dir = fs.join(bucket, "model")
+    e = make(model_dir, save_checkpoints_steps=1, keep_checkpoint_max=1)
+    e.train(TRAIN, steps=6)  # raises the error of a failed publication, if any
+    assert published == [f"model.ckpt_{step}" for step in range(7)]
+    assert ckpt.complete_steps(model_dir) == [6]
+    ckpt.verify_checkpoint(f"{model_dir}/model.ckpt_6")
+    np.testing.assert_allclose(e.evaluate(EVAL)["loss"], reference_eval_loss(6), rtol=1e-5)
+
+
 def test_checkpoint_paths_and_damage_in_an_object_store(empty_cwd, bucket):
     model_dir = fs.join(bucket, "m")
     e = make(model_dir, save_checkpoints_steps=2)

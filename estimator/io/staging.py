@@ -93,6 +93,12 @@ class Publisher:
             self._queue.append((name, pending))
             self._cond.notify_all()
 
+    def unpublished(self) -> set[str]:
+        """The names submitted and not yet published (or skipped): their local trees are
+        still needed."""
+        with self._cond:
+            return {name for name, _ in self._queue}
+
     def publish(self, name: str) -> None:
         """Uploads ``<staging>/<name>`` to ``<url>/<name>`` now, marker last; a failed upload
         removes what it wrote."""
