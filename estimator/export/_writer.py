@@ -283,7 +283,9 @@ class _Exporter:
     def _abstract_variables(self, mode, features, labels) -> dict:
         """The variables' shapes and dtypes: those the checkpoint's metadata lists, or
         (``features`` given: the model asked for others) those ``model_fn`` creates in init
-        mode, which the restore then compares with the checkpoint's."""
+        mode, which the restore then compares with the checkpoint's. From the metadata,
+        a variable the exported mode never reads is an argument too, and is saved in the
+        export (TF's export holds the variables its mode's graph creates)."""
         if features is None:
             trainable, non_trainable = ckpt.abstract_variables(self.meta)
         else:
