@@ -13,10 +13,13 @@ export of the census ``LinearClassifier`` (4 keys, 3 distinct) took 2.7-3.1 s be
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
-from jax.extend.core import ClosedJaxpr, Jaxpr, Var, jaxpr_as_fun
+from jax.extend.core import ClosedJaxpr, Jaxpr, Var
+
+from estimator.engine.steps import replay
 
 __all__ = ["signature_functions"]
 
@@ -48,14 +51,14 @@ def signature_functions(fn: Callable, *args) -> tuple[dict, dict[str, Callable]]
             tuple(v if isinstance(v, Var) else object() for v in outvars),
         )
         if same not in by_outputs:
-            by_outputs[same] = _function(closed, outvars, jax.tree.structure(shapes[key]))
+            by_outputs[same] = _function(closed, outvars, shapes[key])
         functions[key] = by_outputs[same]
     return shapes, functions
 
 
-def _function(closed: ClosedJaxpr, outvars: list, tree) -> Callable:
+def _function(closed: ClosedJaxpr, outvars: list, shapes) -> Callable:
     """The function computing ``outvars`` of ``closed`` (the equations they depend on,
-    and every equation with an effect) and returning them as the pytree ``tree``."""
+    and every equation with an effect), returned in the structure of ``shapes``."""
     jaxpr = closed.jaxpr
     needed = {v for v in outvars if isinstance(v, Var)}
     kept = []
@@ -71,9 +74,4 @@ def _function(closed: ClosedJaxpr, outvars: list, tree) -> Callable:
         jaxpr.effects,
         jaxpr.debug_info.with_unknown_names(),  # fewer results than the traced function
     )
-    evaluate = jaxpr_as_fun(ClosedJaxpr(pruned, closed.consts))
-
-    def run(*args):
-        return jax.tree.unflatten(tree, evaluate(*jax.tree.leaves(args)))
-
-    return run
+    return functools.partial(replay, (ClosedJaxpr(pruned, closed.consts), shapes))

@@ -280,20 +280,20 @@ class _Exporter:
         self.platforms = tuple(platforms)
         self.variables = None
 
-    def _abstract_variables(self, mode, features, labels) -> dict:
-        """The variables' shapes and dtypes: those the checkpoint's metadata lists, or
-        (``features`` given: the model asked for others) those ``model_fn`` creates in init
-        mode, which the restore then compares with the checkpoint's. From the metadata,
-        a variable the exported mode never reads is an argument too, and is saved in the
-        export (TF's export holds the variables its mode's graph creates)."""
-        if features is None:
-            trainable, non_trainable = ckpt.abstract_variables(self.meta)
-        else:
-            state = jax.eval_shape(
-                lambda f, lab: init_state(self.model, mode, f, lab), features, labels
-            )
-            trainable, non_trainable = state.trainable, state.non_trainable
+    def _saved_variables(self) -> dict:
+        """The variables' shapes and dtypes the checkpoint's metadata lists. A variable the
+        exported mode never reads is an argument too, and is saved in the export (TF's
+        export holds the variables its mode's graph creates)."""
+        trainable, non_trainable = ckpt.abstract_variables(self.meta)
         return {"trainable": trainable, "non_trainable": non_trainable}
+
+    def _model_variables(self, mode, features, labels) -> dict:
+        """The variables' shapes and dtypes ``model_fn`` creates in init mode (when it asks
+        for others than the checkpoint's: the restore then lists the differences)."""
+        state = jax.eval_shape(
+            lambda f, lab: init_state(self.model, mode, f, lab), features, labels
+        )
+        return {"trainable": state.trainable, "non_trainable": state.non_trainable}
 
     def _restore(self, abstract_vars: dict) -> None:
         """Reads the variables ``abstract_vars`` names from the checkpoint (once)."""
@@ -328,15 +328,14 @@ class _Exporter:
                 methods[_SUPERVISED_KEYS[mode]] = _SUPERVISED_METHODS[mode]
             return _outputs_for(mode, spec)
 
-        abstract_vars = self._abstract_variables(mode, None, None)
+        abstract_vars = self._saved_variables()
         try:
             shapes, functions = signature_functions(call, abstract_vars, features_spec, labels_spec)
         except ValueError:  # variables the checkpoint lacks (or model_fn's own error)
             model_features = device_fn(dummy_features) if device_fn else dummy_features
-            abstract_vars = self._abstract_variables(mode, model_features, dummy_labels)
-            self._restore(abstract_vars)  # raises the checkpoint's differences, if any
+            abstract_vars = self._model_variables(mode, model_features, dummy_labels)
             shapes, functions = signature_functions(call, abstract_vars, features_spec, labels_spec)
-        self._restore(abstract_vars)
+        self._restore(abstract_vars)  # raises the checkpoint's differences, if any
         args = (abstract_vars, features_spec, labels_spec)
         results, exports = {}, {}  # exports: one per distinct function
         for key, outputs in shapes.items():
