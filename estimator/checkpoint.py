@@ -6,10 +6,14 @@ when complete, so a process killed mid-save leaves the previous checkpoint as th
 It holds three items:
 
 * ``variables`` — ``{"trainable": {name: array}, "non_trainable": {name: array}}``;
-* ``opt_state`` — the optimizer state pytree (absent when saved without one);
-* ``meta`` — JSON: ``global_step``, ``variables`` (name -> shape, dtype, trainable), the
-  jax version, and a CRC32C checksum of every array in ``variables`` and ``opt_state``
-  (``estimator.io.checksums``): enough to list or read variables without the model code.
+* ``opt_state`` — the optimizer state in its saved form (``estimator.io.tree_form``:
+  nested dicts keyed by name; older checkpoints hold optax's own structure, read the
+  same way), absent when saved without one;
+* ``meta`` — JSON: ``global_step``, ``variables`` (name -> shape, dtype, trainable),
+  ``opt_state`` (each leaf's names, shape and dtype, when there is one), the jax version,
+  and a CRC32C checksum of every array in ``variables`` and ``opt_state``
+  (``estimator.io.checksums``): enough to list or read variables, and to know the state's
+  structure, without the model code.
 
 Every read checks what it reads, as TF's tensor bundles do (``tf.errors.DataLossError``):
 the metadata against the directory's step, the arrays against their checksums (orbax and
@@ -44,6 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+from etils import epath
 
 from estimator.checkpoint_paths import _STEP_DIR as _STEP_DIR
 from estimator.checkpoint_paths import STEP_PREFIX as STEP_PREFIX
@@ -59,7 +64,7 @@ from estimator.checkpoint_writer import Checkpointer as Checkpointer
 from estimator.checkpoint_writer import multiprocessing_options as multiprocessing_options
 from estimator.checkpoint_writer import process_local as process_local
 from estimator.checkpoint_writer import variable_specs as variable_specs
-from estimator.io import checksums, fs, staging
+from estimator.io import checksums, fs, staging, tree_form
 
 logger = logging.getLogger("estimator")
 
@@ -335,8 +340,10 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
     Args:
       path: a checkpoint directory.
       abstract_state: a ``TrainState`` of ``jax.ShapeDtypeStruct`` (with shardings when the
-        state is distributed): the structure to restore into.
-      with_opt_state: also read the optimizer state (training); otherwise it is None.
+        state is distributed): the structure to restore into, its ``opt_state`` in the saved
+        form (``estimator.io.tree_form``).
+      with_opt_state: also read the optimizer state (training), returned in the saved
+        form whatever structure it was written in; otherwise it is None.
 
     Raises:
       ValueError: when the checkpoint's variables differ from the model's, or its optimizer
@@ -377,48 +384,68 @@ def _restore(path, where, abstract_state, target, meta, with_opt_state):
         except Exception as err:  # orbax and TensorStore raise many types for damage
             raise _corrupt(path, "variables", err) from None
         _verify(path, "variables", restored, meta)
-    opt_state = None
-    if (
-        with_opt_state
-        and not jax.tree.leaves(abstract_state.opt_state)
-        and not fs.isdir(fs.join(where, "opt_state"))
-    ):
-        return (
-            restored.get("trainable", {}),
-            restored.get("non_trainable", {}),
-            abstract_state.opt_state,  # no arrays: the structure is the value
+    if not with_opt_state:
+        return restored.get("trainable", {}), restored.get("non_trainable", {}), None
+    opt_path = fs.join(where, "opt_state")
+    if not jax.tree.leaves(abstract_state.opt_state) and not fs.isdir(opt_path):
+        return restored.get("trainable", {}), restored.get("non_trainable", {}), {}
+    if not fs.isdir(opt_path):
+        raise ValueError(
+            f"The checkpoint {path} has no optimizer state; it cannot resume training. "
+            "Warm-start a new model_dir from it instead (warm_start_from=...)."
         )
-    if with_opt_state:
-        opt_path = fs.join(where, "opt_state")
-        if not fs.isdir(opt_path):
-            raise ValueError(
-                f"The checkpoint {path} has no optimizer state; it cannot resume training. "
-                "Warm-start a new model_dir from it instead (warm_start_from=...)."
-            )
-        target = jax.tree.map(
-            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=_sharding(s)),
-            abstract_state.opt_state,
-        )
-        records = _records(path, meta)
-        if records is not None:
-            difference = _opt_state_difference(target, records)
-            if difference:
-                raise _optimizer_changed(path, difference)
+    records = _records(path, meta)
+    if records is not None:
+        difference = _opt_state_difference(abstract_state.opt_state, records)
+        if difference:
+            raise _optimizer_changed(path, difference)
+    try:
+        # The handler's own call: it raises for a damaged file (the checkpointer's logs it).
+        recorded = ocp.StandardCheckpointHandler().metadata(epath.Path(opt_path)).tree
+    except Exception as err:  # orbax and TensorStore raise many types for damage
+        raise _corrupt(path, "opt_state", err) from None
+    target = _as_recorded(path, recorded, abstract_state.opt_state)
+    opt_state = {}
+    if jax.tree.leaves(target):
         try:
             opt_state = ocp.StandardCheckpointer().restore(opt_path, target)
         except Exception as err:  # orbax and TensorStore raise many types for damage
-            if records is None and isinstance(err, (ValueError, KeyError, TypeError)):
-                raise _optimizer_changed(path, str(err)) from err  # no record to tell
             raise _corrupt(path, "opt_state", err) from None
         _verify(path, "opt_state", opt_state, meta)
-    return restored.get("trainable", {}), restored.get("non_trainable", {}), opt_state
+    return (
+        restored.get("trainable", {}),
+        restored.get("non_trainable", {}),
+        tree_form.saved_form(opt_state),
+    )
 
 
-def _opt_state_difference(target, records: dict) -> str | None:
+def _as_recorded(path: str, recorded, abstract):
+    """The restore target of an optimizer state: the structure orbax recorded (NamedTuples
+    as dicts, tuples as lists, or the saved form's dicts), each leaf with the shape, dtype
+    and sharding of ``abstract``'s (a saved form) leaf of its name.
+
+    Raises:
+      ValueError: the two have leaves of other names (the optimizer changed).
+    """
+    wanted = dict(checksums.leaves(abstract, "opt_state"))
+    found = dict(checksums.leaves(recorded, "opt_state"))
+    if set(wanted) != set(found):
+        lines = [f"{k}: only in train_op's state" for k in sorted(set(wanted) - set(found))]
+        lines += [f"{k}: only in the checkpoint" for k in sorted(set(found) - set(wanted))]
+        raise _optimizer_changed(path, "; ".join(lines[:5]) + ("; ..." if len(lines) > 5 else ""))
+
+    def leaf(names, _):
+        spec = wanted["/".join(("opt_state", *tree_form.parts(names)))]
+        return jax.ShapeDtypeStruct(spec.shape, spec.dtype, sharding=_sharding(spec))
+
+    return jax.tree_util.tree_map_with_path(leaf, recorded)
+
+
+def _opt_state_difference(abstract, records: dict) -> str | None:
     """How ``train_op``'s state differs from the one a checkpoint recorded, or None."""
     model = {
         key: ([int(d) for d in x.shape], np.dtype(x.dtype).name)
-        for key, x in checksums.leaves(target, "opt_state")
+        for key, x in checksums.leaves(abstract, "opt_state")
     }
     saved = {
         key: (r["shape"], r["dtype"]) for key, r in records.items() if key.startswith("opt_state")

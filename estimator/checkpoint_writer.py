@@ -28,7 +28,7 @@ from estimator.checkpoint_paths import (
     complete_steps,
     step_dir,
 )
-from estimator.io import checksums, fs, staging
+from estimator.io import checksums, fs, staging, tree_form
 
 #: The metadata's format: 2 records checksums (format 1, before them, is read unchecked).
 FORMAT = 2
@@ -193,10 +193,9 @@ class Checkpointer:
             return step_dir(self.model_dir, global_step)  # the same state is on disk already
         variables = {"trainable": state.trainable, "non_trainable": state.non_trainable}
         opt_state = state.opt_state if with_opt_state else None
-        if opt_state is not None and not jax.tree.leaves(opt_state) and fs.is_url(self.model_dir):
-            # On object storage a state without arrays (optax.sgd's) is not written: orbax
-            # cannot find the directory of an item with no files there. It is restored from
-            # train_op's own (equally empty) state.
+        if opt_state is not None and not jax.tree.leaves(opt_state):
+            # A state without arrays (optax.sgd's) is not written (orbax refuses an empty
+            # item): the metadata describes it, and the restore gives it back empty.
             opt_state = None
         records = checksums.compute(variables, prefix="variables")
         if opt_state is not None:
@@ -213,6 +212,9 @@ class Checkpointer:
                 "arrays": records,
             },
         }
+        if with_opt_state and state.opt_state is not None:
+            # Its structure: a resumed run's train step is traced without model_fn's init run.
+            meta["opt_state"] = tree_form.describe(state.opt_state)
         items = {
             "variables": ocp.args.StandardSave(variables),
             "meta": ocp.args.JsonSave(meta),

@@ -66,19 +66,24 @@ class Estimator:
     ``evaluate``/``predict`` call, building a graph that creates and uses the variables in
     one pass). Each run is a trace, never one per step:
 
-    * a first ``train()`` in an input signature runs it twice: once in init mode,
+    * a first ``train()`` on an empty ``model_dir`` runs it twice: once in init mode,
       abstractly, to create the variables (their shapes, dtypes and initial values) and
-      ``train_op``'s state (whose structure only ``train_op`` knows, also when resuming
-      from a checkpoint), and once to build the step program;
-    * a first ``evaluate()`` or ``predict()`` in an input signature runs it once, to build
-      the step program: the variables are those of the state the Estimator kept from a
-      ``train()`` or ``evaluate()``, else those the checkpoint's metadata lists. Without a
-      checkpoint, or when ``model_fn`` asks for variables the checkpoint lacks, it runs in
-      init mode first (and the restore then lists what differs);
-    * in a train step whose ``model_fn`` looks rows up in a table it trains
-      (``est.layers.embedding_lookup``, feature columns), once more, abstractly, to check
+      ``train_op``'s state, and once to build the step program;
+    * any other first call in an input signature (``train()`` resuming from a checkpoint,
+      ``evaluate()``, ``predict()``) runs it once, to build the step program: the
+      variables, and in training the optimizer state, are those of the state the
+      Estimator kept from its last call, else those the checkpoint's metadata lists (the
+      optimizer state is kept and saved as nested dicts by name, ``estimator.io.
+      tree_form``; the step rebuilds ``train_op``'s structure from them in its trace).
+      When ``model_fn`` asks for variables or an optimizer state the checkpoint lacks (or
+      the checkpoint predates that metadata), it runs in init mode first, and the restore
+      then lists what differs;
+    * in a train step whose ``model_fn`` looks rows up in a table that ``train_op``
+      updates row by row (``est.layers.embedding_lookup``, feature columns, under
+      ``est.sparse_updates`` or the canned FTRL/Adagrad), once more, abstractly, to check
       that the table is read only through lookups (sparse updates,
-      ``estimator.engine.sparse``);
+      ``estimator.engine.sparse``); when resuming, the step's first trace is what shows
+      the lookups, and it is traced again after that check;
     * a later call with the same input signature runs it no more (its program is
       compiled), unless ``model_fn`` returned hooks: then once, abstractly, so the hooks
       are new objects, as TF's;

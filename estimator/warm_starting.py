@@ -69,7 +69,7 @@ from estimator import checkpoint as ckpt
 from estimator.export import read_variables
 from estimator.export._integrity import verify
 from estimator.export._loader import MANIFEST
-from estimator.io import fs, staging
+from estimator.io import fs, staging, tree_form
 from estimator.vocab_remap import VocabInfo, remap
 
 __all__ = ["WarmStartSettings", "VocabInfo", "variable_names"]
@@ -168,13 +168,6 @@ def as_warm_start_settings(warm_start_from) -> WarmStartSettings | None:
 
 
 # ----- names of optimizer state ------------------------------------------------------------
-def _key_name(key) -> str:
-    for attr in ("key", "name", "idx"):
-        if hasattr(key, attr):
-            return str(getattr(key, attr))
-    return str(key)
-
-
 def slot_paths(opt_state, trainable_names) -> dict[str, tuple[tuple, str | None]]:
     """``{name: (key path, owner)}`` of every leaf of an optax state.
 
@@ -185,7 +178,7 @@ def slot_paths(opt_state, trainable_names) -> dict[str, tuple[tuple, str | None]
     names = set(trainable_names)
     out = {}
     for path, _ in jax.tree_util.tree_flatten_with_path(opt_state)[0]:
-        parts = [_key_name(k) for k in path]
+        parts = [tree_form.part(k) for k in path]
         owner = next(
             (
                 i

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,10 +13,13 @@ import time
 import jax.numpy as jnp
 import numpy as np
 import optax
+import orbax.checkpoint as ocp
 import pytest
+from etils import epath
 
 import estimator as est
 from estimator import checkpoint as ckpt
+from estimator.io import tree_form
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,6 +60,16 @@ def test_layout_and_metadata(tmp_path):
     ]
     # The non-trainable counter was assigned once per step.
     assert int(ckpt.load_variable(path, "counter")) == 3
+    # Adam's state, described leaf by leaf in its saved form (io.tree_form): chain index
+    # 0 of optax.adam (scale_by_adam's state), its count and two moments per variable.
+    assert sorted(tuple(names) for names, _, _ in meta["opt_state"]) == [
+        ("0", "count"),
+        ("0", "mu", "dense/bias"),
+        ("0", "mu", "dense/kernel"),
+        ("0", "nu", "dense/bias"),
+        ("0", "nu", "dense/kernel"),
+    ]
+    assert [["0", "mu", "dense/kernel"], [3, 2], "float32"] in meta["opt_state"]
 
 
 @pytest.mark.slow
@@ -102,8 +116,59 @@ def test_optimizer_change_is_reported(tmp_path):
 
     e = est.Estimator(sgd_model_fn, str(tmp_path))
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
-    with pytest.raises(ValueError, match="does not match train_op's state"):
+    path = os.path.join(str(tmp_path), "model.ckpt_3")
+    with pytest.raises(ValueError) as info:
         e.train(lambda: (x, np.ones((4, 2), np.float32)), steps=1)
+    assert str(info.value).startswith(
+        f"The optimizer state in {path} does not match train_op's state (was the optimizer "
+        "changed?): opt_state/0/count: only in the checkpoint;"
+    )
+
+
+def test_a_checkpoint_written_in_optax_structure_without_its_description_resumes(tmp_path):
+    # Checkpoints written before the optimizer state was saved in its saved form hold
+    # optax's own structure (NamedTuples, tuples) and their metadata does not describe
+    # it: training resumes from them (model_fn's init run gives the structure) exactly as
+    # from the same state saved today.
+    calls = []
+
+    def counting(features, labels, mode):
+        calls.append(mode)
+        return model_fn(features, labels, mode)
+
+    new = trained(tmp_path / "new")
+    variables, saved = ckpt.read_checkpoint(new.latest_checkpoint())
+    trainable = {k: jnp.asarray(v) for k, v in variables["trainable"].items()}
+    template = optax.adam(0.01).init(trainable)  # what old versions saved
+    state = est.engine.TrainState(
+        trainable,
+        {k: jnp.asarray(v) for k, v in variables["non_trainable"].items()},
+        tree_form.structured(saved, template, "the new checkpoint"),
+        jnp.int32(3),
+        jnp.int32(-1),
+    )
+    saver = ckpt.Checkpointer(str(tmp_path / "old"))
+    saver.save(3, state)
+    saver.wait()
+    old_path = os.path.join(str(tmp_path / "old"), "model.ckpt_3")
+    meta_file = os.path.join(old_path, "meta", "metadata")
+    with open(meta_file) as f:
+        meta = json.load(f)
+    del meta["opt_state"]
+    with open(meta_file, "w") as f:
+        json.dump(meta, f)
+    recorded = ocp.StandardCheckpointHandler().metadata(epath.Path(old_path, "opt_state")).tree
+    assert isinstance(recorded, list)  # optax's tuples, as orbax recorded them
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    results = {}
+    for name in ("new", "old"):
+        calls.clear()
+        e = est.Estimator(counting, str(tmp_path / name), config=est.RunConfig(tf_random_seed=1))
+        e.train(lambda: (x, np.ones((4, 2), np.float32)), steps=2)
+        results[name] = (len(calls), e.get_variable_value("dense/kernel"))
+    assert results["new"][0] == 1  # the step alone: the metadata describes the state
+    assert results["old"][0] == 2  # init (for the structure), then the step
+    np.testing.assert_array_equal(results["old"][1], results["new"][1])
 
 
 def test_checkpoint_step_parsing():

@@ -174,9 +174,9 @@ def test_mixed_float16_skips_overflowing_steps_and_trains_on(tmp_path):
     config = est.RunConfig(tf_random_seed=1, dtype_policy="mixed_float16")
     estimator = est.Estimator(_scaled_model_fn, str(tmp_path), config)
     estimator.train(lambda: iter([({"x": x}, np.zeros(8, np.float32))] * 10), hooks=[states])
-    scale = states.final.opt_state
-    assert float(scale.dynamic_scale) == 512.0  # 2**15 / 2**6
-    assert int(scale.step_counter) == 4  # steps 7 to 10
+    scale = states.final.opt_state  # LossScaleState, in its saved form (io.tree_form)
+    assert float(scale["dynamic_scale"]) == 512.0  # 2**15 / 2**6
+    assert int(scale["step_counter"]) == 4  # steps 7 to 10
     assert int(states.final.global_step) == 10
     assert int(states.final.non_finite_step) == -1  # the loss was finite throughout
     # Four applied SGD steps: dloss/dw = 1000 * mean(x) = 10 (x = 0.01, rounded to

@@ -333,11 +333,14 @@ def test_model_fn_runs_twice_for_a_first_call_and_never_per_step(tmp_path):
     predictor_fn = CountingModelFn()
     list(make(tmp_path, model_fn=predictor_fn).predict(eval_input(batch_size=8)))
     assert predictor_fn.calls == 1
-    # Resuming training needs train_op's state structure, which only model_fn gives:
-    # init + step.
+    # Resuming training: the step alone; the variables and the optimizer state's
+    # structure (its saved form) come from the checkpoint's metadata, and the step
+    # rebuilds optax's structure from train_op in its trace.
     trainer_fn = CountingModelFn()
-    make(tmp_path, model_fn=trainer_fn).train(train_input(epochs=1), steps=5)
-    assert trainer_fn.calls == 2
+    trainer = make(tmp_path, model_fn=trainer_fn)
+    trainer.train(train_input(epochs=1), steps=5)
+    assert trainer_fn.calls == 1
+    assert trainer.get_variable_value("global_step") == 15
 
 
 def test_model_fn_returning_hooks_runs_once_per_call_as_in_tf(tmp_path):
@@ -352,14 +355,42 @@ def test_model_fn_returning_hooks_runs_once_per_call_as_in_tf(tmp_path):
     assert e.runtime.compile_counts() == {"train": 1}
 
 
-def test_a_model_with_a_row_wise_table_runs_model_fn_once_more_to_plan_it(tmp_path):
-    # Init records the tables lookup_rows reads; the train step runs model_fn once more,
-    # abstractly, to check that the table is read only through lookups (sparse updates).
+def test_a_model_with_a_row_wise_table_plans_it_in_the_init_run(tmp_path):
+    # The init run's trace shows that the table is read only through lookups (sparse
+    # updates): init + the step, as for any model.
     model_fn = CountingModelFn(table=True)
     e = make(tmp_path, model_fn=model_fn)
     e.train(train_input(epochs=1), steps=5)
-    assert model_fn.calls == 3
+    assert model_fn.calls == 2
     assert e.runtime.compiler("train").info.row_tables == ("table",)
+    # Resuming on a fresh Estimator: no init run told which tables are looked up, so the
+    # step's first trace shows it, then the plan and the step with sparse updates.
+    resumed_fn = CountingModelFn(table=True)
+    resumed = make(tmp_path, model_fn=resumed_fn)
+    resumed.train(train_input(epochs=1), steps=5)
+    assert resumed_fn.calls == 3
+    assert resumed.runtime.compiler("train").info.row_tables == ("table",)
+    assert resumed.get_variable_value("global_step") == 10
+
+
+def test_a_resumed_model_with_lookups_under_a_dense_optimizer_runs_model_fn_once(tmp_path):
+    # A lookup under a train_op that is not row-wise (plain SGD from params here) needs
+    # no sparse plan: the resumed step's one trace is the step.
+    def dense_table_fn(features, labels, mode, params):
+        spec = CountingModelFn(table=True)(features, labels, mode, params)
+        return spec._replace(train_op=spec.train_op and optax.sgd(params["lr"]))
+
+    make(tmp_path, model_fn=dense_table_fn).train(train_input(epochs=1), steps=5)
+    calls = []
+
+    def counting(features, labels, mode, params):
+        calls.append(mode)
+        return dense_table_fn(features, labels, mode, params)
+
+    resumed = make(tmp_path, model_fn=counting)
+    resumed.train(train_input(epochs=1), steps=5)
+    assert calls == ["train"]
+    assert resumed.runtime.compiler("train").info.row_tables == ()
 
 
 def test_evaluate_compiles_its_program_while_the_checkpoint_is_read(tmp_path, monkeypatch):

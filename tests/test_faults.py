@@ -19,7 +19,8 @@ Y = np.ones(8, np.float32)
 def model_fn(features, labels, mode):
     logits = est.layers.dense(features["x"], 1, name="logits")[:, 0]
     loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
-    return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.1), predictions={"l": logits})
+    train_op = optax.sgd(0.1, momentum=0.9)  # a state with arrays: opt_state/ is written
+    return est.EstimatorSpec(mode, loss=loss, train_op=train_op, predictions={"l": logits})
 
 
 def feed():

@@ -18,6 +18,8 @@ import canned
 import estimator as est
 from canned import feature_column as fc
 from estimator.engine import sparse as sparse_engine
+from estimator.engine import steps
+from estimator.model.function import ModelFunction
 
 RNG = np.random.default_rng(0)
 N = 192
@@ -333,3 +335,31 @@ def test_tf1_optimizers_update_looked_up_rows_as_tfs_sparse_kernels(tmp_path):
     assert row_tables(sparse) == ("embedding",)
     assert row_tables(plain) == () and row_tables(momentum) == ()
     assert_same_variables(sparse, plain)
+
+
+@pytest.mark.parametrize("dense_use", [False, True], ids=["lookups", "dense"])
+@pytest.mark.parametrize("opt", ["adagrad", "plain"])
+def test_the_init_runs_plan_equals_the_planning_runs(dense_use, opt):
+    # Two independent analyses of the same model: the init run's trace (lookups gather
+    # from copies; steps.abstract_init) and the planning run's (lookups read shadows;
+    # sparse.plan). They agree on the tables and on the ids per step (16 rows x 2 ids).
+    params = {
+        "opt": est.sparse_updates(optax.adagrad(0.1)) if opt == "adagrad" else optax.adagrad(0.1),
+        "dense_use": dense_use,
+    }
+    features, labels = {"ids": IDS[:16]}, TARGETS[:16]
+    model = ModelFunction(embedding_model_fn, params, None, seed=0)
+    state = steps.abstract_init(model, est.ModeKeys.TRAIN, features, labels, model.key_data)
+    (from_init,) = model.sparse_plans.values()
+
+    def run(trainable, access, non_trainable, features, labels, global_step, rng):
+        variables = {"trainable": trainable, "non_trainable": non_trainable}
+        spec, _ = model.apply(
+            est.ModeKeys.TRAIN, features, labels, variables, global_step, access, rng
+        )
+        return spec.loss, spec.train_op
+
+    args = (state.non_trainable, features, labels, state.global_step, state.rng)
+    planned = sparse_engine.plan(run, state.trainable, args)
+    expected = {} if dense_use or opt == "plain" else {"embedding/table": 32}
+    assert from_init == planned == expected

@@ -38,9 +38,11 @@ from estimator.engine.steps import (
     TRAIN_METRICS,
     StepInfo,
     TrainState,
+    abstract_init,
     batch_stats,
     bind,
     init_state,
+    planned,
     run_model,
     traced,
     train_batch,
@@ -145,6 +147,8 @@ class StepCompiler:
                 stacked: jax.jit(functools.partial(steps, stacked=stacked), donate_argnums=donate)
                 for stacked in (False, True)
             }
+        # The init run is traced once per signature (steps.traced): abstract_state reads
+        # its result's shapes (and the sparse plan); the init program replays it.
         self._init = jax.jit(functools.partial(init_state, model, mode))
         self._queue = CompileQueue()  # ("step" | "init" | "finalize", signature) -> program
         self._abstract_acc = None
@@ -157,9 +161,10 @@ class StepCompiler:
 
     # ----- state ------------------------------------------------------------------------
     def abstract_state(self, features, labels) -> TrainState:
-        """The state's structure, shapes and dtypes (``model_fn`` traced in init mode; the
-        initial-state program's compile reuses the trace, which jax caches)."""
-        return jax.eval_shape(self._init, features, labels, self.model.key_data)
+        """The state's structure, shapes and dtypes (``model_fn`` traced in init mode,
+        which in TRAIN mode also plans the sparse updates: ``steps.abstract_init``; the
+        initial-state program replays that trace)."""
+        return abstract_init(self.model, self.mode, features, labels, self.model.key_data)
 
     def init_state(self, features, labels) -> TrainState:
         """Freshly initialised variables (and optimizer state in TRAIN mode), placed as
@@ -202,7 +207,10 @@ class StepCompiler:
         if self._abstract_acc is None:
             # The trace the programs replay (estimator.engine.steps.traced).
             function, index = self._accumulated
-            self._abstract_acc = traced(self.model, function, state, features, labels)[1][index]
+            trace = planned(
+                self.model, lambda: traced(self.model, function, state, features, labels)
+            )
+            self._abstract_acc = trace[1][index]
         return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), self._abstract_acc)
 
     def finalizer(self, acc) -> Callable:
@@ -259,7 +267,8 @@ class StepCompiler:
 
         def lower():
             stacked = self.stacks(batch)
-            traced = self._jitted[stacked].trace(*self._arguments(leading, [batch], stacked))
+            arguments = self._arguments(leading, [batch], stacked)
+            traced = planned(self.model, lambda: self._jitted[stacked].trace(*arguments))
             return traced.lower(), (traced.out_info[-1], stacked), compile_options(runs)
 
         return self._queue.program(("step", key), runs, lower, background=background)

@@ -276,6 +276,29 @@ class Runtime:
         return self.saver().save(step, state)
 
     # ----- train ------------------------------------------------------------------------
+    def _prepare_training(self, compiler, prefetcher, first, latest, metrics: bool) -> tuple:
+        """Readies a ``train()`` call's programs: ``(abstract state, metrics accumulator or
+        None, RunPlan, StepInfo)``. The state's structure comes from the kept state or
+        ``latest``'s metadata when they have it (``StateSource.abstract``: ``model_fn``
+        then runs once, in the step's trace), else from ``model_fn``'s init run.
+
+        Raises:
+          ValueError: ``model_fn`` fails on that structure (the model or its optimizer
+            changed: the caller retries without it) or otherwise.
+        """
+        abstract = self.states.abstract(compiler, first, latest)
+        # The train step's leading arguments: the state, and the metrics accumulator.
+        acc = compiler.empty_accumulator(abstract, *first) if metrics else None
+        leading = (abstract,) if acc is None else (abstract, acc)
+        plan = self._plan(prefetcher, first)
+        compiler.precompile(leading, first, plan)
+        if latest is None:  # a fresh state: its program compiles beside the step's
+            compiler.precompile_init(first[0], first[1] if len(first) > 1 else None)
+        # The last batch's program compiles beside the first's (both XLA compiles at once).
+        self._precompile_last_batch(compiler, leading, first, prefetcher, plan)
+        prefetcher.warm()  # the input's host phase, while XLA compiles
+        return abstract, acc, plan, compiler.prepare_run(*leading, *first, plan=plan)
+
     def train(self, input_fn, hooks, saving_listeners, latest: str | None) -> float | None:
         """Trains from checkpoint ``latest`` (or fresh/warm-started variables) until a hook
         stops or the input ends; returns the last step's loss (None without steps)."""
@@ -293,18 +316,16 @@ class Runtime:
             )
             return None
         self.model.check_labels(first[1])
-        abstract = self.states.abstract(compiler, first)
-        # The train step's leading arguments: the state, and the metrics accumulator.
-        acc = compiler.empty_accumulator(abstract, *first) if metrics else None
-        leading = (abstract,) if acc is None else (abstract, acc)
-        plan = self._plan(prefetcher, first)
-        compiler.precompile(leading, first, plan)
-        if latest is None:  # a fresh state: its program compiles beside the step's
-            compiler.precompile_init(first[0], first[1] if len(first) > 1 else None)
-        # The last batch's program compiles beside the first's (both XLA compiles at once).
-        self._precompile_last_batch(compiler, leading, first, prefetcher, plan)
-        prefetcher.warm()  # the input's host phase, while XLA compiles
-        info = compiler.prepare_run(*leading, *first, plan=plan)
+        try:
+            abstract, acc, plan, info = self._prepare_training(
+                compiler, prefetcher, first, latest, metrics
+            )
+        except ValueError:
+            if not self.states.retry_without_kept(compiler, first):
+                raise
+            abstract, acc, plan, info = self._prepare_training(
+                compiler, prefetcher, first, latest, metrics
+            )
         all_hooks = default_training_hooks(
             self.config,
             info,

@@ -5,10 +5,12 @@ A table (embedding or linear weights) that ``model_fn`` reads only through
 (``est.sparse_updates``; the canned FTRL, Adagrad and SGD), is trained without ever forming
 a table-sized gradient:
 
-1. :func:`plan` traces ``model_fn`` once more, abstractly, with each candidate table's
-   lookups reading a *shadow* copy. A table whose own variable is then unused in the traced
-   program is read only through lookups; the trace also gives the number of ids each table
-   looks up per step (static shapes).
+1. The init run (TRAIN mode) gathers each lookup's rows from an identity copy of its table
+   (:func:`plan_from_init`); when training starts without one (resumed from a
+   checkpoint), :func:`plan` traces ``model_fn`` once more, abstractly, with each candidate
+   table's lookups reading a *shadow* copy. A table whose own variable is then unused in
+   the traced program is read only through lookups; the trace also gives the number of ids
+   each table looks up per step (static shapes).
 2. The train step differentiates ``model_fn`` with respect to the other variables and to
    a zero ``delta`` per looked-up id (``RowAccess``): the gradient of each lookup's rows.
 3. :func:`gather` gives each looked-up id (ids out of range point past the table) the
@@ -36,7 +38,15 @@ from jax.extend.core import Var
 from estimator.model.rows import RowAccess
 from estimator.model.train_op import row_wise
 
-__all__ = ["Rows", "gather", "plan", "scatter", "zero_deltas"]
+__all__ = [
+    "InitLookups",
+    "Rows",
+    "gather",
+    "plan",
+    "plan_from_init",
+    "scatter",
+    "zero_deltas",
+]
 
 
 def plan(
@@ -58,11 +68,7 @@ def plan(
     """
     names = sorted(trainable)
     candidates = [
-        n
-        for n in names
-        if trainable[n].ndim >= 1
-        and jnp.issubdtype(trainable[n].dtype, jnp.inexact)
-        and (looked_up is None or n in looked_up)
+        n for n in names if _candidate(trainable[n]) and (looked_up is None or n in looked_up)
     ]
     if not candidates:
         return {}
@@ -87,6 +93,61 @@ def plan(
         for name, shapes in found["shapes"].items()
         if table_vars[name] not in used and rows_ok(name)
     }
+
+
+@jax.tree_util.register_static
+class InitLookups:
+    """The table lookups of the init run in TRAIN mode (static: part of its trace's
+    result, beside the copies the lookups gathered from).
+
+    Attributes:
+      shapes: ``{name: [ids shape of each lookup]}`` (``RowAccess.shapes``).
+      rows_ok: ``row_wise(train_op)`` of that run.
+    """
+
+    def __init__(self, shapes: dict, rows_ok: Callable[[str], bool]) -> None:
+        self.shapes = shapes
+        self.rows_ok = rows_ok
+
+
+def plan_from_init(trace: tuple) -> dict[str, int]:
+    """The tables to update row by row, from the trace of the init run in TRAIN mode (one
+    ``model_fn`` run both creates the variables and plans: no :func:`plan` run).
+
+    Args:
+      trace: ``(closed jaxpr, abstract result)`` of the init run, whose result is ``(state,
+        {"lookups": {name: [copies the lookups gathered from]}, "optimizer": params,
+        "found": InitLookups})`` (``estimator.engine.steps.init_run``; ``params``: the
+        copy ``train_op.init`` read).
+
+    Returns:
+      ``{name: number of ids}``: as :func:`plan`, the tables whose variable the traced
+      program uses only through the lookups' copies (and ``train_op.init``'s).
+    """
+    closed, result = trace
+    state, copies = jax.tree.unflatten(jax.tree.structure(result), closed.jaxpr.outvars)
+    allowed = {v for v in jax.tree.leaves(copies) if isinstance(v, Var)}
+    used = {
+        v
+        for eqn in closed.jaxpr.eqns
+        if not allowed.intersection(eqn.outvars)
+        for v in eqn.invars
+        if isinstance(v, Var)
+    }
+    found = copies["found"]
+    return {
+        name: sum(math.prod(s) for s in shapes)
+        for name, shapes in found.shapes.items()
+        if isinstance(state.trainable.get(name), Var)
+        and state.trainable[name] not in used
+        and _candidate(result[0].trainable[name])
+        and found.rows_ok(name)
+    }
+
+
+def _candidate(x) -> bool:
+    """Whether a variable may be a table updated row by row: floating, with rows."""
+    return x.ndim >= 1 and jnp.issubdtype(x.dtype, jnp.inexact)
 
 
 def zero_deltas(tables: dict[str, int], trainable: dict) -> dict:

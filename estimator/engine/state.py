@@ -23,6 +23,7 @@ import optax
 from estimator import checkpoint as ckpt
 from estimator.engine.compiler import StepCompiler, signature
 from estimator.engine.steps import TrainState
+from estimator.io import tree_form
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 
@@ -72,30 +73,33 @@ class StateSource:
 
     def abstract(self, compiler: StepCompiler, batch, path: str | None = None) -> TrainState:
         """The state's shapes and dtypes (with its sharding) for this mode's model, decided
-        once per mode and batch signature. Evaluation and prediction take the variables
-        training created without running ``model_fn`` to create them: the kept state's
-        after a ``train()`` or ``evaluate()`` of this Estimator, else those checkpoint
-        ``path``'s metadata lists; otherwise (training, or no checkpoint) ``model_fn`` runs
-        once, abstractly, in init mode.
+        once per mode and batch signature, without running ``model_fn`` to create the
+        variables when they exist: the kept state's after a ``train()`` or ``evaluate()``
+        of this Estimator, else those checkpoint ``path``'s metadata lists (training takes
+        the optimizer state's structure from there too, in its saved form). Otherwise (no
+        checkpoint, or one written before its metadata described the optimizer state)
+        ``model_fn`` runs once, abstractly, in init mode.
 
         Raises:
           estimator.checkpoint.DataLossError: ``path``'s metadata is damaged.
         """
         key = (compiler.mode, signature(batch))
         if key not in self._abstracts:
-            labels = batch[1] if len(batch) > 1 else None
-            given = compiler.mode != ModeKeys.TRAIN and key not in self._not_kept
-            if given and self._cache is not None:
-                self._from_kept.add(key)
-                kept = self._cache[1]
+            training = compiler.mode == ModeKeys.TRAIN
+            given = key not in self._not_kept
+            kept = None if self._cache is None else self._cache[1]
+            abstract = None
+            if given and kept is not None and not (training and kept.opt_state is None):
                 abstract = jax.tree.map(
                     lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype),
-                    kept._replace(opt_state=None),
+                    kept if training else kept._replace(opt_state=None),
                 )
             elif given and path is not None:
+                abstract = _saved_state(path, self.model.key_data, training)
+            if abstract is not None:
                 self._from_kept.add(key)
-                abstract = _saved_state(path, self.model.key_data)
             else:
+                labels = batch[1] if len(batch) > 1 else None
                 abstract = compiler.abstract_state(batch[0], labels)
             if self.sharding is not None:
                 abstract = jax.tree.map(
@@ -108,7 +112,8 @@ class StateSource:
 
     def retry_without_kept(self, compiler: StepCompiler, batch) -> bool:
         """After the first trace of a mode failed on the kept state's or the checkpoint's
-        variables (the model now asks for others: see :meth:`abstract`), forgets them for
+        variables or optimizer state (the model now asks for others: see
+        :meth:`abstract`), forgets them for
         this mode and batch signature and returns True: the caller runs ``model_fn`` in
         init mode instead, and a checkpoint's restore then says what differs. False when
         they were not used."""
@@ -148,7 +153,7 @@ class StateSource:
             and self._cache[0] == path
             and _same_variables(
                 self._cache[1],
-                abstract or self.abstract(compiler, batch, None if training else path),
+                abstract or self.abstract(compiler, batch, path),
             )
         ):
             cached = self._cache[1]
@@ -172,7 +177,7 @@ class StateSource:
             return state
         trainable, non_trainable, opt_state = ckpt.restore(
             path,
-            abstract or self.abstract(compiler, batch, None if training else path),
+            abstract or self.abstract(compiler, batch, path),
             with_opt_state=training,
         )
         state = compiler.place(
@@ -195,7 +200,7 @@ class StateSource:
         training."""
         init_opt_state = None
         if state.opt_state is not None and train_op is not None:
-            init_opt_state = jax.jit(train_op.init)
+            init_opt_state = jax.jit(lambda params: tree_form.saved_form(train_op.init(params)))
         return self.warm_start(
             state,
             key=jax.random.fold_in(self.model.base_key, 0x5741524D),  # "WARM"
@@ -203,13 +208,22 @@ class StateSource:
         )
 
 
-def _saved_state(path: str, key_data) -> TrainState:
-    """The abstract state (no optimizer state) of the variables checkpoint ``path``'s
-    metadata lists, as :meth:`StateSource.read` restores it."""
-    trainable, non_trainable = ckpt.abstract_variables(ckpt.read_meta(path))
+def _saved_state(path: str, key_data, training: bool) -> TrainState | None:
+    """The abstract state of the variables checkpoint ``path``'s metadata lists, as
+    :meth:`StateSource.read` restores it: with the optimizer state (its saved form) when
+    ``training``, or None when the metadata does not describe it (a checkpoint saved
+    without it, or before its metadata described it)."""
+    meta = ckpt.read_meta(path)
+    trainable, non_trainable = ckpt.abstract_variables(meta)
+    opt_state = None
+    if training:
+        try:
+            opt_state = tree_form.from_description(meta["opt_state"])
+        except (KeyError, ValueError):
+            return None  # model_fn's init run gives it; the restore checks the rest
     scalar = jax.ShapeDtypeStruct((), np.int32)
     rng = None if key_data is None else jax.ShapeDtypeStruct(key_data.shape, key_data.dtype)
-    return TrainState(trainable, non_trainable, None, scalar, scalar, rng)
+    return TrainState(trainable, non_trainable, opt_state, scalar, scalar, rng)
 
 
 def _same_variables(state: TrainState, abstract: TrainState) -> bool:

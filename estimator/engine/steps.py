@@ -33,16 +33,19 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from estimator import keys
 from estimator.engine import sparse
 from estimator.hooks.session_run_hook import SessionRunHook
+from estimator.io import tree_form
 from estimator.mode_keys import ModeKeys
 from estimator.model import dtype_policy
 from estimator.model.function import ModelFunction
 from estimator.model.rows import RowAccess
 from estimator.model.spec import EstimatorSpec
+from estimator.model.train_op import row_wise
 
 __all__ = [
     "PROGRAMS",
@@ -51,11 +54,14 @@ __all__ = [
     "Program",
     "StepInfo",
     "TrainState",
+    "abstract_init",
     "batch_stats",
     "eval_step",
     "eval_steps",
+    "init_run",
     "init_state",
     "merge_stats",
+    "planned",
     "predict_step",
     "replay",
     "run_model",
@@ -74,7 +80,9 @@ class TrainState(NamedTuple):
     Attributes:
       trainable: ``{name: array}`` updated by ``train_op``.
       non_trainable: ``{name: array}`` updated by ``estimator.assign``.
-      opt_state: ``train_op``'s state (None outside training).
+      opt_state: ``train_op``'s state in its saved form (``estimator.io.tree_form``:
+        nested dicts keyed by name, as checkpoints hold it; the train step rebuilds
+        optax's structure in its trace), or None outside training.
       global_step: shape=(), dtype=int32: the number of train steps run.
       non_finite_step: shape=(), dtype=int32: the first global step whose loss was NaN or
         infinite (that step was skipped), or -1.
@@ -209,8 +217,16 @@ def _check_trainable(trainable: dict) -> None:
             )
 
 
-def init_state(model: ModelFunction, mode: str, features, labels, rng=None) -> TrainState:
-    """Freshly initialised variables, and ``train_op``'s state in TRAIN mode.
+def init_run(model: ModelFunction, features, labels, rng=None, *, mode: str) -> tuple:
+    """Freshly initialised variables, and ``train_op``'s state in TRAIN mode (its saved
+    form), with what the sparse plan reads from this run's trace: ``(state, copies)``.
+
+    In TRAIN mode each table lookup gathers from a copy of its table, and ``train_op.init``
+    reads a copy of the variables (``copies``: ``{"lookups": {name: [copy, ...]},
+    "optimizer": params}``; see ``estimator.engine.sparse.plan_from_init``), so one trace
+    both creates the variables and plans the sparse updates (:func:`abstract_init`);
+    ``copies`` is ``{}`` in the other modes. :func:`init_state` and :func:`abstract_init`
+    run it through :func:`traced` (one trace per signature).
 
     Args:
       rng: the base key's data (``TrainState.rng``); None uses the model's key.
@@ -218,11 +234,18 @@ def init_state(model: ModelFunction, mode: str, features, labels, rng=None) -> T
     Raises:
       ValueError: a trainable variable that is not floating-point.
     """
-    spec, frame = model.apply(mode, features, labels, key_data=rng)
+    training = mode == ModeKeys.TRAIN
+    access = RowAccess(tagged=True) if training else None
+    spec, frame = model.apply(mode, features, labels, key_data=rng, rows=access)
     model.init_lookups[mode] = frozenset(frame.lookups)
     _check_trainable(frame.trainable)
-    opt_state = spec.train_op.init(frame.trainable) if mode == ModeKeys.TRAIN else None
-    return TrainState(
+    opt_state, copies = None, {}
+    if training:
+        params = jax.lax.optimization_barrier(frame.trainable)
+        opt_state = tree_form.saved_form(spec.train_op.init(params))
+        found = sparse.InitLookups(access.shapes, row_wise(spec.train_op))
+        copies = {"lookups": access.reads, "optimizer": params, "found": found}
+    state = TrainState(
         frame.trainable,
         frame.non_trainable,
         opt_state,
@@ -230,12 +253,48 @@ def init_state(model: ModelFunction, mode: str, features, labels, rng=None) -> T
         jnp.full((), -1, jnp.int32),
         rng,
     )
+    return state, copies
 
 
-def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) -> dict:
+#: :func:`init_run` of each mode, one function each (:func:`traced` keys on it).
+_INIT_RUNS = {
+    mode: functools.partial(init_run, mode=mode)
+    for mode in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
+}
+
+
+def init_state(model: ModelFunction, mode: str, features, labels, rng=None) -> TrainState:
+    """Freshly initialised variables, and ``train_op``'s state in TRAIN mode: the state of
+    :func:`init_run`, replayed from its one trace per signature (:func:`traced`), which
+    :func:`abstract_init` made or will reuse."""
+    args = (features, labels, rng)
+    return replay(traced(model, _INIT_RUNS[mode], *args), *args)[0]
+
+
+def abstract_init(model: ModelFunction, mode: str, features, labels, rng=None) -> TrainState:
+    """The abstract state of the init run of ``mode`` (:func:`init_run`), from its one
+    trace (:func:`traced`). In TRAIN mode the trace also plans the sparse updates for this
+    input signature (``estimator.engine.sparse.plan_from_init``), so the train step runs
+    ``model_fn`` once, not again to plan."""
+    trace = traced(model, _INIT_RUNS[mode], features, labels, rng)
+    state, copies = trace[1]
+    if copies:
+        args = (state.non_trainable, features, labels, state.global_step, state.rng)
+        key = _plan_key(state.trainable, args)
+        if key not in model.sparse_plans:
+            model.sparse_plans[key] = sparse.plan_from_init(trace)
+    return state
+
+
+def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) -> dict | None:
     """``{table: ids per step}`` to update row by row (``estimator.engine.sparse.plan``),
-    planned once per model and input shapes. Only tables that ``lookup_rows`` read in the
-    init run are candidates: a model without lookups is not traced again to plan."""
+    planned once per model and input shapes; None when it is not known which tables
+    ``lookup_rows`` reads (no init run: training resumed from a checkpoint's metadata).
+    Only tables that ``lookup_rows`` read are candidates: a model without lookups is not
+    traced again to plan."""
+    looked_up = model.init_lookups.get(ModeKeys.TRAIN)
+    if looked_up is None:
+        return None
 
     def run(trainable, access, non_trainable, features, labels, global_step, rng):
         variables = {"trainable": trainable, "non_trainable": non_trainable}
@@ -243,14 +302,36 @@ def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) ->
         return spec.loss, spec.train_op
 
     args = (state.non_trainable, features, labels, state.global_step, state.rng)
-    key = (
-        jax.tree.structure((state.trainable, args)),
-        tuple((x.shape, x.dtype) for x in jax.tree.leaves((state.trainable, args))),
-    )
+    key = _plan_key(state.trainable, args)
     if key not in model.sparse_plans:
-        looked_up = model.init_lookups.get(ModeKeys.TRAIN)  # None: no init run to ask
         model.sparse_plans[key] = sparse.plan(run, state.trainable, args, looked_up)
     return model.sparse_plans[key]
+
+
+def _plan_key(trainable: dict, args: tuple) -> tuple:
+    """What a sparse plan depends on: the structure, shapes and dtypes of the variables
+    and the step's other inputs (traced, abstract or host arrays alike)."""
+    leaves, treedef = jax.tree.flatten((trainable, args))
+    return treedef, tuple(
+        (tuple(np.shape(x)), jax.dtypes.canonicalize_dtype(x.dtype)) for x in leaves
+    )
+
+
+class LookupsFound(Exception):
+    """A train step traced without a sparse plan found lookups it may update row by row
+    (``args[0]``: the tables ``lookup_rows`` read); see :func:`planned`."""
+
+
+def planned(model: ModelFunction, trace: Callable[[], Any]) -> Any:
+    """``trace()``, a trace of a program with a train step, traced again, with the sparse
+    plan, when it raised :class:`LookupsFound`. The whole trace starts over, so the
+    program holds nothing of the abandoned pass (its StableHLO, the persistent
+    compilation cache's key, is the one a first training's trace gives)."""
+    try:
+        return trace()
+    except LookupsFound as found:
+        model.init_lookups[ModeKeys.TRAIN] = found.args[0]
+    return trace()
 
 
 def train_step(model: ModelFunction, state: TrainState, features, labels):
@@ -276,11 +357,16 @@ def train_batch(model: ModelFunction, state: TrainState, features, labels):
 
 
 def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics: bool):
-    """A train step; with ``metrics``, also its batch's metric statistics (else None)."""
+    """A train step; with ``metrics``, also its batch's metric statistics (else None).
+
+    Without an init run (a resumed training) it is not known which tables ``lookup_rows``
+    reads: the step is traced as if none, and raises :class:`LookupsFound` when
+    ``model_fn`` turns out to look up a table its ``train_op`` updates row by row; the
+    caller traces it again (:func:`planned`), and the sparse plan is made then."""
     tables = _sparse_tables(model, state, features, labels)
+    unplanned = tables is None
+    tables = tables or {}
     dense = {k: v for k, v in state.trainable.items() if k not in tables}
-    # mixed_float16: the loss is differentiated scaled; train_op unscales (dtype_policy).
-    scale = dtype_policy.loss_scale(state.opt_state)
 
     def loss_fn(dense, deltas):
         access = RowAccess(deltas=deltas) if tables else None
@@ -288,6 +374,13 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         spec, frame, outputs, info = _run(
             model, ModeKeys.TRAIN, state, features, labels, trainable, access, metrics
         )
+        if unplanned:
+            rows_ok = row_wise(info.train_op)
+            if any(rows_ok(name) for name in frame.lookups):
+                raise LookupsFound(frozenset(frame.lookups))
+        opt_state = _optimizer_state(info.train_op, state)
+        # mixed_float16: the loss is differentiated scaled; train_op unscales (dtype_policy).
+        scale = dtype_policy.loss_scale(opt_state)
         ids = {}
         if access is not None:
             if not access.complete():
@@ -300,20 +393,21 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         non_trainable = {**state.non_trainable, **frame.assigned}
         objective = spec.loss if scale is None else spec.loss * scale.astype(spec.loss.dtype)
         batch_metrics = spec.eval_metric_ops if metrics else None
-        return objective, (spec.loss, non_trainable, outputs, info, ids, batch_metrics)
+        aux = (spec.loss, non_trainable, outputs, info, ids, batch_metrics, opt_state)
+        return objective, aux
 
     (_, aux), (grads, delta_grads) = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True)(
         dense, sparse.zero_deltas(tables, state.trainable)
     )
-    loss, non_trainable, outputs, info, ids, batch_metrics = aux
+    loss, non_trainable, outputs, info, ids, batch_metrics, old_opt_state = aux
     stats = None
     if metrics:
         if not batch_metrics:  # eval_metric_ops in EVAL mode only: run it so on this batch
             batch_metrics = _run(model, ModeKeys.EVAL, state, features, labels)[0].eval_metric_ops
         stats = _stats(batch_metrics, loss)
-    rows = sparse.gather(state.trainable, state.opt_state, delta_grads, ids) if tables else None
+    rows = sparse.gather(state.trainable, old_opt_state, delta_grads, ids) if tables else None
     params = dense if rows is None else {**dense, **rows.params}
-    opt_state = state.opt_state if rows is None else rows.state
+    opt_state = old_opt_state if rows is None else rows.state
     if rows is not None:
         grads = {**grads, **rows.grads}
 
@@ -334,14 +428,12 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     trainable, non_trainable, opt_state = jax.lax.cond(healthy, apply, skip, None)
     if rows is not None:
         new_rows = {name: trainable.pop(name) for name in tables}
-        full, opt_state = sparse.scatter(
-            rows, state.trainable, state.opt_state, new_rows, opt_state
-        )
+        full, opt_state = sparse.scatter(rows, state.trainable, old_opt_state, new_rows, opt_state)
         trainable = {**full, **trainable}
     new_state = TrainState(
         trainable,
         non_trainable,
-        opt_state,
+        tree_form.saved_form(opt_state),
         state.global_step + 1,
         jnp.where(finite | (state.non_finite_step >= 0), state.non_finite_step, state.global_step),
         state.rng,
@@ -351,6 +443,21 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
             info.hooks, info.chief_hooks, info.output_names, info.train_op, tuple(sorted(tables))
         )
     return new_state, outputs, info, stats
+
+
+def _optimizer_state(train_op, state: TrainState):
+    """``state.opt_state`` (its saved form) in the structure of ``train_op``'s state, which
+    ``train_op.init`` gives abstractly (in the trace: nothing runs per step).
+
+    Raises:
+      ValueError: ``train_op``'s state has other leaves (the optimizer changed since the
+        state was saved), listing the differences.
+    """
+    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), state.trainable)
+    template = jax.eval_shape(train_op.init, abstract)
+    return tree_form.structured(
+        state.opt_state, template, "The optimizer state training starts from"
+    )
 
 
 def _stats(metrics: dict, loss) -> dict:

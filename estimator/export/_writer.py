@@ -34,7 +34,7 @@ import orbax.checkpoint as ocp
 from jax import export as jax_export
 
 from estimator import checkpoint as ckpt
-from estimator.engine.steps import TrainState, init_state
+from estimator.engine.steps import TrainState, init_run
 from estimator.export._csv import apply_decodes, decode_steps, dummy_records
 from estimator.export._integrity import checksums
 from estimator.export._loader import fill_parsed
@@ -290,8 +290,8 @@ class _Exporter:
     def _model_variables(self, mode, features, labels) -> dict:
         """The variables' shapes and dtypes ``model_fn`` creates in init mode (when it asks
         for others than the checkpoint's: the restore then lists the differences)."""
-        state = jax.eval_shape(
-            lambda f, lab: init_state(self.model, mode, f, lab), features, labels
+        state, _ = jax.eval_shape(
+            lambda f, lab: init_run(self.model, f, lab, mode=mode), features, labels
         )
         return {"trainable": state.trainable, "non_trainable": state.non_trainable}
 

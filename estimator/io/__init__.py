@@ -9,6 +9,8 @@ This is a bottom layer: it knows nothing of the Estimator's engine. What lives h
   interleaving, sharding and CRC checks; ``"GZIP"``/``"ZLIB"``), and ``write_examples``
   (columns or a DataFrame to ``tf.Example`` files);
 * ``checksums``: CRC32C records of arrays (every checkpoint's, checked on every read);
+  ``tree_form``: the saved form of a pytree (nested dicts keyed by name), in which the
+  engine carries and checkpoints save the optimizer state;
 * ``fs``: local paths and storage URLs (``gs://``, ``s3://``, any fsspec protocol whose
   package is installed) through one seam: every file the package reads and writes, from
   ``model_dir`` to exports; ``staging``: checkpoints and exports for storage orbax cannot

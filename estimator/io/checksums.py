@@ -35,6 +35,8 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
+from estimator.io import tree_form
+
 __all__ = ["ALGORITHM", "PIECE_BYTES", "compute", "leaves", "verify"]
 
 ALGORITHM = "crc32c"
@@ -49,16 +51,10 @@ _POOL = concurrent.futures.ThreadPoolExecutor(
 def leaves(tree, prefix: str) -> list[tuple[str, Any]]:
     """``[(key, leaf)]`` of a pytree, keyed ``prefix`` + the leaf's path
     (``variables/trainable/dense/kernel``, ``opt_state/0/mu/dense/kernel``)."""
-    out = []
-    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-        parts = [prefix]
-        for entry in path:
-            for attr in ("key", "name", "idx"):
-                if hasattr(entry, attr):
-                    parts.append(str(getattr(entry, attr)))
-                    break
-        out.append(("/".join(parts), leaf))
-    return out
+    return [
+        ("/".join((prefix, *tree_form.parts(path))), leaf)
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+    ]
 
 
 def _bytes(x) -> memoryview:

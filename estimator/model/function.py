@@ -147,7 +147,7 @@ class ModelFunction:
           global_step: int32 scalar: what ``get_global_step()`` returns; it also picks the
             step's random key (``next_rng_key``).
           rows: a ``estimator.model.rows.RowAccess``: how table lookups read their rows in
-            a train step with sparse updates (apply runs only).
+            a train step with sparse updates, or in the init run that plans them.
           key_data: ``uint32`` key data of the base random key (the state's ``rng``); None
             uses this model's own key.
           train_metrics: keyword-only; a TRAIN run whose ``eval_metric_ops`` the step
@@ -169,7 +169,7 @@ class ModelFunction:
             mask = features.pop(MASK_KEY)
         global_step = jnp.asarray(global_step, jnp.int32)
         if variables is None:
-            frame = Frame(INIT, self.init_key(mode, key_data), global_step)
+            frame = Frame(INIT, self.init_key(mode, key_data), global_step, rows=rows)
         else:
             frame = Frame(
                 APPLY,

@@ -37,22 +37,36 @@ class RowAccess:
         (see ``estimator.engine.sparse.plan``). None in the differentiated run.
       deltas: differentiated run: ``{name: float [n_ids, *row_shape]}`` zeros, one row per
         looked-up id in call order; None in the discovery run.
+      tagged: the init run (TRAIN mode): each lookup gathers from its own identity copy of
+        the table (``lax.optimization_barrier``, kept in :attr:`reads`), so the init run's
+        traced program shows whether the table is used otherwise
+        (``estimator.engine.sparse.plan_from_init``).
 
     Attributes:
       ids: ``{name: [flat int32 ids of each lookup]}`` in call order (-1: no row).
       shapes: ``{name: [ids shape of each lookup]}`` in call order.
+      reads: ``{name: [the copy each lookup gathered from]}`` (``tagged`` runs).
     """
 
-    def __init__(self, *, shadows: dict | None = None, deltas: dict | None = None) -> None:
+    def __init__(
+        self, *, shadows: dict | None = None, deltas: dict | None = None, tagged: bool = False
+    ) -> None:
         self.shadows = shadows
         self.deltas = deltas
+        self.tagged = tagged
         self.ids: dict[str, list] = {}
         self.shapes: dict[str, list] = {}
+        self.reads: dict[str, list] = {}
         self._offsets: dict[str, int] = {}
 
     def lookup(self, name: str, table: jax.Array, ids: jax.Array) -> jax.Array | None:
         """The rows of ``name`` for ``ids`` (valid, in range), or None when ``name`` is not
         read row by row in this run."""
+        if self.tagged:
+            self.shapes.setdefault(name, []).append(tuple(ids.shape))
+            copy = jax.lax.optimization_barrier(table)
+            self.reads.setdefault(name, []).append(copy)
+            return _gather(copy, ids)
         if self.shadows is not None:
             if name not in self.shadows:
                 return None
