@@ -13,7 +13,7 @@ import datetime
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -128,6 +128,9 @@ class Checkpointer:
       keep_checkpoint_every_n_hours: also keep one checkpoint per this many hours.
       async_save: write in a background thread (training goes on); ``wait()`` joins it
         (and, for a staged URL, the publication).
+      row_tables: ``row_tables() -> frozenset``: the tables the train step updates row by
+        row (sparse updates, ``estimator.engine.sparse``), recorded in the metadata so
+        that a resumed training plans them without an init run.
 
     Raises:
       ValueError: a staged URL (not local, not gs://) in a job of several processes
@@ -141,8 +144,10 @@ class Checkpointer:
         keep_checkpoint_every_n_hours: float | None = 10000,
         *,
         async_save: bool = True,
+        row_tables: Callable[[], frozenset] | None = None,
     ) -> None:
         self.model_dir = fs.as_str(model_dir)
+        self._row_tables = row_tables
         self._keep = keep_checkpoint_max or None
         self._publisher: staging.Publisher | None = None
         self._staging: str | None = None
@@ -215,6 +220,8 @@ class Checkpointer:
         if with_opt_state and state.opt_state is not None:
             # Its structure: a resumed run's train step is traced without model_fn's init run.
             meta["opt_state"] = tree_form.describe(state.opt_state)
+        if self._row_tables is not None:
+            meta["row_tables"] = sorted(self._row_tables())
         items = {
             "variables": ocp.args.StandardSave(variables),
             "meta": ocp.args.JsonSave(meta),

@@ -78,12 +78,14 @@ class Estimator:
       When ``model_fn`` asks for variables or an optimizer state the checkpoint lacks (or
       the checkpoint predates that metadata), it runs in init mode first, and the restore
       then lists what differs;
-    * in a train step whose ``model_fn`` looks rows up in a table that ``train_op``
-      updates row by row (``est.layers.embedding_lookup``, feature columns, under
-      ``est.sparse_updates`` or the canned FTRL/Adagrad), once more, abstractly, to check
-      that the table is read only through lookups (sparse updates,
-      ``estimator.engine.sparse``); when resuming, the step's first trace is what shows
-      the lookups, and it is traced again after that check;
+    * a ``model_fn`` that looks rows up in a table that ``train_op`` updates row by row
+      (``est.layers.embedding_lookup``, feature columns, under ``est.sparse_updates`` or
+      the canned FTRL/Adagrad) has the table checked to be read only through lookups
+      (sparse updates, ``estimator.engine.sparse``): in the init run's trace on an empty
+      ``model_dir`` (no extra run); when resuming, once more, abstractly, for the tables
+      the checkpoint's metadata records as updated row by row (two runs in all). A
+      checkpoint without that record (or a model that now looks up another such table)
+      costs one more: the step's first trace finds the lookup and is traced again;
     * a later call with the same input signature runs it no more (its program is
       compiled), unless ``model_fn`` returned hooks: then once, abstractly, so the hooks
       are new objects, as TF's;

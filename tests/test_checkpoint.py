@@ -70,6 +70,7 @@ def test_layout_and_metadata(tmp_path):
         ("0", "nu", "dense/kernel"),
     ]
     assert [["0", "mu", "dense/kernel"], [3, 2], "float32"] in meta["opt_state"]
+    assert meta["row_tables"] == []  # no table updated row by row (sparse updates)
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -363,14 +364,28 @@ def test_a_model_with_a_row_wise_table_plans_it_in_the_init_run(tmp_path):
     e.train(train_input(epochs=1), steps=5)
     assert model_fn.calls == 2
     assert e.runtime.compiler("train").info.row_tables == ("table",)
-    # Resuming on a fresh Estimator: no init run told which tables are looked up, so the
-    # step's first trace shows it, then the plan and the step with sparse updates.
+    # Resuming on a fresh Estimator: the checkpoint's metadata names the table updated row
+    # by row; model_fn runs to check it (the plan), then in the step.
+    assert ckpt.read_meta(e.latest_checkpoint())["row_tables"] == ["table"]
     resumed_fn = CountingModelFn(table=True)
     resumed = make(tmp_path, model_fn=resumed_fn)
     resumed.train(train_input(epochs=1), steps=5)
-    assert resumed_fn.calls == 3
+    assert resumed_fn.calls == 2
     assert resumed.runtime.compiler("train").info.row_tables == ("table",)
     assert resumed.get_variable_value("global_step") == 10
+    # A checkpoint without that record (written before it): the step's first trace finds
+    # the lookup and is traced again with the plan.
+    meta_file = os.path.join(resumed.latest_checkpoint(), "meta", "metadata")
+    with open(meta_file) as f:
+        meta = json.load(f)
+    del meta["row_tables"]
+    with open(meta_file, "w") as f:
+        json.dump(meta, f)
+    unrecorded_fn = CountingModelFn(table=True)
+    unrecorded = make(tmp_path, model_fn=unrecorded_fn)
+    unrecorded.train(train_input(epochs=1), steps=5)
+    assert unrecorded_fn.calls == 3
+    assert unrecorded.runtime.compiler("train").info.row_tables == ("table",)
 
 
 def test_a_resumed_model_with_lookups_under_a_dense_optimizer_runs_model_fn_once(tmp_path):

@@ -143,6 +143,9 @@ class Runtime:
                 self.model_dir,
                 self.config.keep_checkpoint_max,
                 self.config.keep_checkpoint_every_n_hours,
+                row_tables=lambda: frozenset(
+                    name for plan in self.model.sparse_plans.values() for name in plan
+                ),
             )
         else:
             # model_dir may have changed since (removed, rolled back, written by another

@@ -95,7 +95,10 @@ class StateSource:
                     kept if training else kept._replace(opt_state=None),
                 )
             elif given and path is not None:
-                abstract = _saved_state(path, self.model.key_data, training)
+                abstract, row_tables = _saved_state(path, self.model.key_data, training)
+                if abstract is not None and row_tables is not None:
+                    # The sparse plan's candidates, which an init run would have given.
+                    self.model.init_lookups.setdefault(compiler.mode, row_tables)
             if abstract is not None:
                 self._from_kept.add(key)
             else:
@@ -208,10 +211,11 @@ class StateSource:
         )
 
 
-def _saved_state(path: str, key_data, training: bool) -> TrainState | None:
+def _saved_state(path: str, key_data, training: bool) -> tuple[TrainState | None, frozenset | None]:
     """The abstract state of the variables checkpoint ``path``'s metadata lists, as
-    :meth:`StateSource.read` restores it: with the optimizer state (its saved form) when
-    ``training``, or None when the metadata does not describe it (a checkpoint saved
+    :meth:`StateSource.read` restores it, and the tables its training updated row by row
+    (None when not recorded). With ``training``, the state has the optimizer state (its
+    saved form), or is None when the metadata does not describe it (a checkpoint saved
     without it, or before its metadata described it)."""
     meta = ckpt.read_meta(path)
     trainable, non_trainable = ckpt.abstract_variables(meta)
@@ -220,10 +224,12 @@ def _saved_state(path: str, key_data, training: bool) -> TrainState | None:
         try:
             opt_state = tree_form.from_description(meta["opt_state"])
         except (KeyError, ValueError):
-            return None  # model_fn's init run gives it; the restore checks the rest
+            return None, None  # model_fn's init run gives it; the restore checks the rest
+    row_tables = meta.get("row_tables")
+    row_tables = frozenset(row_tables) if isinstance(row_tables, list) else None
     scalar = jax.ShapeDtypeStruct((), np.int32)
     rng = None if key_data is None else jax.ShapeDtypeStruct(key_data.shape, key_data.dtype)
-    return TrainState(trainable, non_trainable, opt_state, scalar, scalar, rng)
+    return TrainState(trainable, non_trainable, opt_state, scalar, scalar, rng), row_tables
 
 
 def _same_variables(state: TrainState, abstract: TrainState) -> bool:

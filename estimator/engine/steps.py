@@ -280,21 +280,18 @@ def abstract_init(model: ModelFunction, mode: str, features, labels, rng=None) -
     state, copies = trace[1]
     if copies:
         args = (state.non_trainable, features, labels, state.global_step, state.rng)
-        key = _plan_key(state.trainable, args)
+        key = _plan_key(state.trainable, args, model.init_lookups[mode])
         if key not in model.sparse_plans:
             model.sparse_plans[key] = sparse.plan_from_init(trace)
     return state
 
 
-def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) -> dict | None:
+def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) -> dict:
     """``{table: ids per step}`` to update row by row (``estimator.engine.sparse.plan``),
-    planned once per model and input shapes; None when it is not known which tables
-    ``lookup_rows`` reads (no init run: training resumed from a checkpoint's metadata).
-    Only tables that ``lookup_rows`` read are candidates: a model without lookups is not
-    traced again to plan."""
-    looked_up = model.init_lookups.get(ModeKeys.TRAIN)
-    if looked_up is None:
-        return None
+    planned once per model and input shapes. Only tables that ``lookup_rows`` is known to
+    read (in the init run, or updated row by row as a checkpoint's metadata records) are
+    candidates: a model without lookups is not traced again to plan."""
+    looked_up = model.init_lookups.get(ModeKeys.TRAIN, frozenset())
 
     def run(trainable, access, non_trainable, features, labels, global_step, rng):
         variables = {"trainable": trainable, "non_trainable": non_trainable}
@@ -302,19 +299,19 @@ def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) ->
         return spec.loss, spec.train_op
 
     args = (state.non_trainable, features, labels, state.global_step, state.rng)
-    key = _plan_key(state.trainable, args)
+    key = _plan_key(state.trainable, args, looked_up)
     if key not in model.sparse_plans:
         model.sparse_plans[key] = sparse.plan(run, state.trainable, args, looked_up)
     return model.sparse_plans[key]
 
 
-def _plan_key(trainable: dict, args: tuple) -> tuple:
+def _plan_key(trainable: dict, args: tuple, looked_up: frozenset) -> tuple:
     """What a sparse plan depends on: the structure, shapes and dtypes of the variables
-    and the step's other inputs (traced, abstract or host arrays alike)."""
+    and the step's other inputs (traced, abstract or host arrays alike), and the
+    candidate tables."""
     leaves, treedef = jax.tree.flatten((trainable, args))
-    return treedef, tuple(
-        (tuple(np.shape(x)), jax.dtypes.canonicalize_dtype(x.dtype)) for x in leaves
-    )
+    shapes = tuple((tuple(np.shape(x)), jax.dtypes.canonicalize_dtype(x.dtype)) for x in leaves)
+    return treedef, shapes, looked_up
 
 
 class LookupsFound(Exception):
@@ -359,13 +356,13 @@ def train_batch(model: ModelFunction, state: TrainState, features, labels):
 def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics: bool):
     """A train step; with ``metrics``, also its batch's metric statistics (else None).
 
-    Without an init run (a resumed training) it is not known which tables ``lookup_rows``
-    reads: the step is traced as if none, and raises :class:`LookupsFound` when
-    ``model_fn`` turns out to look up a table its ``train_op`` updates row by row; the
-    caller traces it again (:func:`planned`), and the sparse plan is made then."""
+    The sparse plan's candidates are the tables ``lookup_rows`` is known to read
+    (:func:`_sparse_tables`). When the run looks up another table that its ``train_op``
+    updates row by row (a training resumed from a checkpoint's metadata, which records
+    only the tables updated row by row), the step raises :class:`LookupsFound`; the caller
+    traces it again (:func:`planned`), with that table a candidate."""
+    known = model.init_lookups.get(ModeKeys.TRAIN, frozenset())
     tables = _sparse_tables(model, state, features, labels)
-    unplanned = tables is None
-    tables = tables or {}
     dense = {k: v for k, v in state.trainable.items() if k not in tables}
 
     def loss_fn(dense, deltas):
@@ -374,10 +371,9 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         spec, frame, outputs, info = _run(
             model, ModeKeys.TRAIN, state, features, labels, trainable, access, metrics
         )
-        if unplanned:
-            rows_ok = row_wise(info.train_op)
-            if any(rows_ok(name) for name in frame.lookups):
-                raise LookupsFound(frozenset(frame.lookups))
+        rows_ok = row_wise(info.train_op)
+        if any(rows_ok(name) for name in frame.lookups - known):
+            raise LookupsFound(known | frame.lookups)
         opt_state = _optimizer_state(info.train_op, state)
         # mixed_float16: the loss is differentiated scaled; train_op unscales (dtype_policy).
         scale = dtype_policy.loss_scale(opt_state)
