@@ -387,6 +387,12 @@ def _restore(path, where, abstract_state, target, meta, with_opt_state):
     if not with_opt_state:
         return restored.get("trainable", {}), restored.get("non_trainable", {}), None
     opt_path = fs.join(where, "opt_state")
+    saved = fs.isdir(opt_path) or "opt_state" in meta  # an empty state has no item
+    records = _records(path, meta)
+    if saved and records is not None:
+        difference = _opt_state_difference(abstract_state.opt_state, records)
+        if difference:
+            raise _optimizer_changed(path, difference)
     if not jax.tree.leaves(abstract_state.opt_state) and not fs.isdir(opt_path):
         return restored.get("trainable", {}), restored.get("non_trainable", {}), {}
     if not fs.isdir(opt_path):
@@ -394,11 +400,6 @@ def _restore(path, where, abstract_state, target, meta, with_opt_state):
             f"The checkpoint {path} has no optimizer state; it cannot resume training. "
             "Warm-start a new model_dir from it instead (warm_start_from=...)."
         )
-    records = _records(path, meta)
-    if records is not None:
-        difference = _opt_state_difference(abstract_state.opt_state, records)
-        if difference:
-            raise _optimizer_changed(path, difference)
     try:
         # The handler's own call: it raises for a damaged file (the checkpointer's logs it).
         recorded = ocp.StandardCheckpointHandler().metadata(epath.Path(opt_path)).tree

@@ -128,9 +128,10 @@ class Checkpointer:
       keep_checkpoint_every_n_hours: also keep one checkpoint per this many hours.
       async_save: write in a background thread (training goes on); ``wait()`` joins it
         (and, for a staged URL, the publication).
-      row_tables: ``row_tables() -> frozenset``: the tables the train step updates row by
-        row (sparse updates, ``estimator.engine.sparse``), recorded in the metadata so
-        that a resumed training plans them without an init run.
+      sparse_candidates: ``sparse_candidates() -> frozenset``: the tables ``model_fn``
+        looks up under a ``train_op`` that may update them row by row (the candidates of
+        ``estimator.engine.sparse``'s plan), recorded in the metadata so that a resumed
+        training plans them without an init run.
 
     Raises:
       ValueError: a staged URL (not local, not gs://) in a job of several processes
@@ -144,10 +145,10 @@ class Checkpointer:
         keep_checkpoint_every_n_hours: float | None = 10000,
         *,
         async_save: bool = True,
-        row_tables: Callable[[], frozenset] | None = None,
+        sparse_candidates: Callable[[], frozenset] | None = None,
     ) -> None:
         self.model_dir = fs.as_str(model_dir)
-        self._row_tables = row_tables
+        self._sparse_candidates = sparse_candidates
         self._keep = keep_checkpoint_max or None
         self._publisher: staging.Publisher | None = None
         self._staging: str | None = None
@@ -220,8 +221,8 @@ class Checkpointer:
         if with_opt_state and state.opt_state is not None:
             # Its structure: a resumed run's train step is traced without model_fn's init run.
             meta["opt_state"] = tree_form.describe(state.opt_state)
-        if self._row_tables is not None:
-            meta["row_tables"] = sorted(self._row_tables())
+        if self._sparse_candidates is not None:
+            meta["sparse_candidates"] = sorted(self._sparse_candidates())
         items = {
             "variables": ocp.args.StandardSave(variables),
             "meta": ocp.args.JsonSave(meta),

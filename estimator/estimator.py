@@ -83,9 +83,10 @@ class Estimator:
       the canned FTRL/Adagrad) has the table checked to be read only through lookups
       (sparse updates, ``estimator.engine.sparse``): in the init run's trace on an empty
       ``model_dir`` (no extra run); when resuming, once more, abstractly, for the tables
-      the checkpoint's metadata records as updated row by row (two runs in all). A
-      checkpoint without that record (or a model that now looks up another such table)
-      costs one more: the step's first trace finds the lookup and is traced again;
+      the checkpoint's metadata records as looked up under such a ``train_op`` (two runs
+      in all). A checkpoint without that record (or a model that now looks up another
+      such table) costs one more: the step's first trace finds the lookup and is traced
+      again;
     * a later call with the same input signature runs it no more (its program is
       compiled), unless ``model_fn`` returned hooks: then once, abstractly, so the hooks
       are new objects, as TF's;

@@ -172,9 +172,11 @@ def slot_paths(opt_state, trainable_names) -> dict[str, tuple[tuple, str | None]
     """``{name: (key path, owner)}`` of every leaf of an optax state.
 
     A leaf under a dict key that is a trainable variable's name is ``<variable>/<path>``
-    (owner: that variable); any other leaf is ``opt_state/<path>`` (owner None). A state
-    restored from a checkpoint (NamedTuples read back as dicts, tuples as lists) gives the
-    same names as the live state."""
+    (owner: that variable, the innermost such key: optax keeps a slot's variable
+    innermost, ``mu/<variable>``); any other leaf is ``opt_state/<path>`` (owner None). A
+    state in its saved form (``estimator.io.tree_form``, every level a dict, as the engine
+    carries it and checkpoints hold it) or read back from an older checkpoint
+    (NamedTuples as dicts, tuples as lists) gives the same names as the live state."""
     names = set(trainable_names)
     out = {}
     for path, _ in jax.tree_util.tree_flatten_with_path(opt_state)[0]:
@@ -182,8 +184,8 @@ def slot_paths(opt_state, trainable_names) -> dict[str, tuple[tuple, str | None]
         owner = next(
             (
                 i
-                for i, (k, part) in enumerate(zip(path, parts, strict=True))
-                if isinstance(k, jax.tree_util.DictKey) and part in names
+                for i in reversed(range(len(path)))
+                if isinstance(path[i], jax.tree_util.DictKey) and parts[i] in names
             ),
             None,
         )

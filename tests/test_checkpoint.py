@@ -70,7 +70,7 @@ def test_layout_and_metadata(tmp_path):
         ("0", "nu", "dense/kernel"),
     ]
     assert [["0", "mu", "dense/kernel"], [3, 2], "float32"] in meta["opt_state"]
-    assert meta["row_tables"] == []  # no table updated row by row (sparse updates)
+    assert meta["sparse_candidates"] == []  # no table looked up (sparse updates)
 
 
 @pytest.mark.slow
@@ -123,6 +123,28 @@ def test_optimizer_change_is_reported(tmp_path):
     assert str(info.value).startswith(
         f"The optimizer state in {path} does not match train_op's state (was the optimizer "
         "changed?): opt_state/0/count: only in the checkpoint;"
+    )
+
+
+def test_an_optimizer_with_state_replacing_one_without_is_reported(tmp_path):
+    # optax.sgd's state has no arrays: no opt_state item is written, the metadata
+    # describes it (an empty list). Resuming it with Adam is an optimizer change, not a
+    # checkpoint saved without its optimizer state.
+    def sgd_model_fn(features, labels, mode):
+        return model_fn(features, labels, mode)._replace(train_op=optax.sgd(0.1))
+
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    feed = lambda: (x, np.ones((4, 2), np.float32))  # noqa: E731
+    est.Estimator(sgd_model_fn, str(tmp_path)).train(feed, steps=2)
+    path = os.path.join(str(tmp_path), "model.ckpt_2")
+    assert not os.path.exists(os.path.join(path, "opt_state"))
+    assert ckpt.read_meta(path)["opt_state"] == []
+    with pytest.raises(ValueError) as info:
+        est.Estimator(model_fn, str(tmp_path)).train(feed, steps=1)
+    assert str(info.value).startswith(
+        f"The optimizer state in {path} does not match train_op's state (was the optimizer "
+        "changed?): opt_state/0/count: ([], 'int32') in train_op's state, None in the "
+        "checkpoint;"
     )
 
 

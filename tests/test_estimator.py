@@ -364,9 +364,9 @@ def test_a_model_with_a_row_wise_table_plans_it_in_the_init_run(tmp_path):
     e.train(train_input(epochs=1), steps=5)
     assert model_fn.calls == 2
     assert e.runtime.compiler("train").info.row_tables == ("table",)
-    # Resuming on a fresh Estimator: the checkpoint's metadata names the table updated row
-    # by row; model_fn runs to check it (the plan), then in the step.
-    assert ckpt.read_meta(e.latest_checkpoint())["row_tables"] == ["table"]
+    # Resuming on a fresh Estimator: the checkpoint's metadata names the table looked up
+    # under a row-wise train_op; model_fn runs to check it (the plan), then in the step.
+    assert ckpt.read_meta(e.latest_checkpoint())["sparse_candidates"] == ["table"]
     resumed_fn = CountingModelFn(table=True)
     resumed = make(tmp_path, model_fn=resumed_fn)
     resumed.train(train_input(epochs=1), steps=5)
@@ -378,7 +378,7 @@ def test_a_model_with_a_row_wise_table_plans_it_in_the_init_run(tmp_path):
     meta_file = os.path.join(resumed.latest_checkpoint(), "meta", "metadata")
     with open(meta_file) as f:
         meta = json.load(f)
-    del meta["row_tables"]
+    del meta["sparse_candidates"]
     with open(meta_file, "w") as f:
         json.dump(meta, f)
     unrecorded_fn = CountingModelFn(table=True)
@@ -386,6 +386,33 @@ def test_a_model_with_a_row_wise_table_plans_it_in_the_init_run(tmp_path):
     unrecorded.train(train_input(epochs=1), steps=5)
     assert unrecorded_fn.calls == 3
     assert unrecorded.runtime.compiler("train").info.row_tables == ("table",)
+
+
+def test_a_resumed_table_also_read_whole_is_checked_once(tmp_path):
+    # A table looked up under a row-wise train_op but also read whole is updated densely.
+    # The metadata still names it a candidate: a resume checks it (the plan) and runs the
+    # step, two runs, rather than finding it in an abandoned trace first (three).
+    def whole_fn(features, labels, mode, params):
+        spec = CountingModelFn(table=True)(features, labels, mode, params)
+        if spec.loss is not None:
+            table = est.get_variable("table", [4, 1])  # the same variable, read whole
+            spec = spec._replace(loss=spec.loss + 0.01 * jnp.sum(table**2))
+        return spec
+
+    first = make(tmp_path, model_fn=whole_fn)
+    first.train(train_input(epochs=1), steps=5)
+    assert first.runtime.compiler("train").info.row_tables == ()
+    assert ckpt.read_meta(first.latest_checkpoint())["sparse_candidates"] == ["table"]
+    calls = []
+
+    def counting(features, labels, mode, params):
+        calls.append(mode)
+        return whole_fn(features, labels, mode, params)
+
+    resumed = make(tmp_path, model_fn=counting)
+    resumed.train(train_input(epochs=1), steps=5)
+    assert calls == ["train", "train"]
+    assert resumed.runtime.compiler("train").info.row_tables == ()
 
 
 def test_a_resumed_model_with_lookups_under_a_dense_optimizer_runs_model_fn_once(tmp_path):

@@ -17,6 +17,7 @@ from jax.sharding import Mesh, PartitionSpec
 import canned
 import estimator as est
 from canned import feature_column as fc
+from estimator.compat import v1 as tf
 from estimator.engine import sparse as sparse_engine
 from estimator.engine import steps
 from estimator.model.function import ModelFunction
@@ -363,3 +364,32 @@ def test_the_init_runs_plan_equals_the_planning_runs(dense_use, opt):
     planned = sparse_engine.plan(run, state.trainable, args)
     expected = {} if dense_use or opt == "plain" else {"embedding/table": 32}
     assert from_init == planned == expected
+
+
+def test_a_table_replaced_by_init_from_checkpoint_after_its_reads_stays_dense(tmp_path):
+    # BERT-style: model_fn reads the table (a lookup and a dense read), then
+    # init_from_checkpoint replaces its initial value. The init run's trace must not take
+    # the replaced value's lack of uses for "read only through lookups": the dense read's
+    # gradient would be lost. Sparse and dense Adagrad then train the same table.
+    source = str(tmp_path / "source")
+
+    def model_fn(features, labels, mode, params):
+        table = est.get_variable(
+            "emb/table", [20, 3], initializer=est.initializers.random_normal_initializer()
+        )
+        rows = est.layers.embedding_lookup(table, features["ids"])
+        loss = jnp.mean((jnp.sum(rows, axis=(1, 2)) - labels) ** 2) + 0.01 * jnp.sum(table**2)
+        if params["from"]:
+            tf.train.init_from_checkpoint(params["from"], {"emb/": "emb/"})
+        return est.EstimatorSpec(mode, loss=loss, predictions=rows, train_op=params["opt"])
+
+    fn = est.inputs.numpy_input_fn({"ids": IDS[:16]}, TARGETS[:16], batch_size=16, shuffle=False)
+    est.Estimator(model_fn, source, params={"opt": optax.adagrad(0.1), "from": None}).train(fn)
+    tables = {}
+    for name, opt in (("sparse", est.sparse_updates(optax.adagrad(0.1))), ("dense", None)):
+        params = {"opt": opt or optax.adagrad(0.1), "from": source}
+        e = est.Estimator(model_fn, str(tmp_path / name), params=params)
+        e.train(fn)
+        assert row_tables(e) == ()
+        tables[name] = e.get_variable_value("emb/table")
+    np.testing.assert_array_equal(tables["sparse"], tables["dense"])

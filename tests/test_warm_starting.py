@@ -23,6 +23,7 @@ from linear_model import make_estimator, scalar_input, scalar_model_fn
 from estimator import checkpoint as ckpt
 from estimator import warm_starting as ws
 from estimator.engine.steps import TrainState
+from estimator.io import tree_form
 
 OPT = optax.adagrad(0.1)  # state: (ScaleByRssState(sum_of_squares), EmptyState()); acc 0.1
 ACC = "0/sum_of_squares"  # path of adagrad's accumulator in that state
@@ -90,6 +91,12 @@ def test_checkpoint_names_include_optimizer_state_as_variable_slash_path(source)
     # A chain's leaves outside per-variable dicts are named opt_state/<path>.
     adam = optax.adam(0.1).init({"w": jnp.zeros(2)})
     assert sorted(ws.slot_paths(adam, ["w"])) == ["opt_state/0/count", "w/0/mu", "w/0/nu"]
+    # The saved form (every level a dict, as the engine carries the state) names the same
+    # leaves the same, also with a variable named like one of Adam's fields.
+    adam = optax.adam(0.1).init({"mu": jnp.zeros(2), "w": jnp.zeros(2)})
+    names = ["mu/0/mu", "mu/0/nu", "opt_state/0/count", "w/0/mu", "w/0/nu"]
+    assert sorted(ws.slot_paths(adam, ["mu", "w"])) == names
+    assert sorted(ws.slot_paths(tree_form.saved_form(adam), ["mu", "w"])) == names
 
 
 # ----- which variables -----------------------------------------------------------------------

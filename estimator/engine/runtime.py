@@ -143,9 +143,7 @@ class Runtime:
                 self.model_dir,
                 self.config.keep_checkpoint_max,
                 self.config.keep_checkpoint_every_n_hours,
-                row_tables=lambda: frozenset(
-                    name for plan in self.model.sparse_plans.values() for name in plan
-                ),
+                sparse_candidates=lambda: self.model.sparse_candidates,
             )
         else:
             # model_dir may have changed since (removed, rolled back, written by another

@@ -134,12 +134,22 @@ def plan_from_init(trace: tuple) -> dict[str, int]:
         for v in eqn.invars
         if isinstance(v, Var)
     }
+    # What each lookup's copy was made from: the variable's value when model_fn read it.
+    # Anything but the value the state keeps (init_from_checkpoint replaces it after
+    # model_fn ran) means reads this analysis cannot see: the table stays dense.
+    source = {
+        out: eqn.invars[eqn.outvars.index(out)]
+        for eqn in closed.jaxpr.eqns
+        for out in eqn.outvars
+        if out in allowed
+    }
     found = copies["found"]
     return {
         name: sum(math.prod(s) for s in shapes)
         for name, shapes in found.shapes.items()
         if isinstance(state.trainable.get(name), Var)
         and state.trainable[name] not in used
+        and all(source.get(c) is state.trainable[name] for c in copies["lookups"][name])
         and _candidate(result[0].trainable[name])
         and found.rows_ok(name)
     }

@@ -95,10 +95,10 @@ class StateSource:
                     kept if training else kept._replace(opt_state=None),
                 )
             elif given and path is not None:
-                abstract, row_tables = _saved_state(path, self.model.key_data, training)
-                if abstract is not None and row_tables is not None:
+                abstract, candidates = _saved_state(path, self.model.key_data, training)
+                if abstract is not None and candidates is not None:
                     # The sparse plan's candidates, which an init run would have given.
-                    self.model.init_lookups.setdefault(compiler.mode, row_tables)
+                    self.model.init_lookups.setdefault(compiler.mode, candidates)
             if abstract is not None:
                 self._from_kept.add(key)
             else:
@@ -213,8 +213,8 @@ class StateSource:
 
 def _saved_state(path: str, key_data, training: bool) -> tuple[TrainState | None, frozenset | None]:
     """The abstract state of the variables checkpoint ``path``'s metadata lists, as
-    :meth:`StateSource.read` restores it, and the tables its training updated row by row
-    (None when not recorded). With ``training``, the state has the optimizer state (its
+    :meth:`StateSource.read` restores it, and the sparse plan's candidates its training
+    recorded (None when not recorded). With ``training``, the state has the optimizer state (its
     saved form), or is None when the metadata does not describe it (a checkpoint saved
     without it, or before its metadata described it)."""
     meta = ckpt.read_meta(path)
@@ -225,11 +225,11 @@ def _saved_state(path: str, key_data, training: bool) -> tuple[TrainState | None
             opt_state = tree_form.from_description(meta["opt_state"])
         except (KeyError, ValueError):
             return None, None  # model_fn's init run gives it; the restore checks the rest
-    row_tables = meta.get("row_tables")
-    row_tables = frozenset(row_tables) if isinstance(row_tables, list) else None
+    candidates = meta.get("sparse_candidates")
+    candidates = frozenset(candidates) if isinstance(candidates, list) else None
     scalar = jax.ShapeDtypeStruct((), np.int32)
     rng = None if key_data is None else jax.ShapeDtypeStruct(key_data.shape, key_data.dtype)
-    return TrainState(trainable, non_trainable, opt_state, scalar, scalar, rng), row_tables
+    return TrainState(trainable, non_trainable, opt_state, scalar, scalar, rng), candidates
 
 
 def _same_variables(state: TrainState, abstract: TrainState) -> bool:

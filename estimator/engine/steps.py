@@ -289,7 +289,7 @@ def abstract_init(model: ModelFunction, mode: str, features, labels, rng=None) -
 def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) -> dict:
     """``{table: ids per step}`` to update row by row (``estimator.engine.sparse.plan``),
     planned once per model and input shapes. Only tables that ``lookup_rows`` is known to
-    read (in the init run, or updated row by row as a checkpoint's metadata records) are
+    read (in the init run, or as a checkpoint's metadata records the candidates) are
     candidates: a model without lookups is not traced again to plan."""
     looked_up = model.init_lookups.get(ModeKeys.TRAIN, frozenset())
 
@@ -358,9 +358,10 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
 
     The sparse plan's candidates are the tables ``lookup_rows`` is known to read
     (:func:`_sparse_tables`). When the run looks up another table that its ``train_op``
-    updates row by row (a training resumed from a checkpoint's metadata, which records
-    only the tables updated row by row), the step raises :class:`LookupsFound`; the caller
-    traces it again (:func:`planned`), with that table a candidate."""
+    may update row by row (a training resumed from a checkpoint whose metadata does not
+    record it), the step raises :class:`LookupsFound`; the caller traces it again
+    (:func:`planned`), with that table a candidate. The run records the candidates it
+    found (``ModelFunction.sparse_candidates``, saved in checkpoints' metadata)."""
     known = model.init_lookups.get(ModeKeys.TRAIN, frozenset())
     tables = _sparse_tables(model, state, features, labels)
     dense = {k: v for k, v in state.trainable.items() if k not in tables}
@@ -372,7 +373,8 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
             model, ModeKeys.TRAIN, state, features, labels, trainable, access, metrics
         )
         rows_ok = row_wise(info.train_op)
-        if any(rows_ok(name) for name in frame.lookups - known):
+        model.sparse_candidates = frozenset(n for n in frame.lookups if rows_ok(n))
+        if model.sparse_candidates - known:
             raise LookupsFound(known | frame.lookups)
         opt_state = _optimizer_state(info.train_op, state)
         # mixed_float16: the loss is differentiated scaled; train_op unscales (dtype_policy).

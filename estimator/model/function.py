@@ -113,6 +113,9 @@ class ModelFunction:
         # {mode: names of the variables lookup_rows read in the init run}: the tables a
         # train step may update row by row (estimator.engine.steps._sparse_tables).
         self.init_lookups: dict[str, frozenset] = {}
+        # The tables the last train step looked up under a train_op that may update them
+        # row by row (the sparse plan's candidates; saved in checkpoints' metadata).
+        self.sparse_candidates: frozenset = frozenset()
         self.step_traces: dict = {}  # see estimator.engine.steps.traced
         # Batches may be padded (estimator.model.padding.masks_padding).
         self.masks_padding = bool(getattr(model_fn, "masks_padding", False))
