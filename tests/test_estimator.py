@@ -282,8 +282,9 @@ def test_evaluate_given_checkpoint(tmp_path):
 class CountingModelFn:
     """``linear_model_fn`` counting its calls (as TF 2.15's tests count ``model_fn`` calls)."""
 
-    def __init__(self, hooks=False, table=False):
+    def __init__(self, hooks=False, table=False, whole=False, dense_optimizer=False):
         self.calls, self.hooks, self.table = 0, hooks, table
+        self.whole, self.dense_optimizer = whole, dense_optimizer
 
     def __call__(self, features, labels, mode, params):
         self.calls += 1
@@ -292,8 +293,13 @@ class CountingModelFn:
             table = est.get_variable("table", [4, 1], initializer=np.ones((4, 1), np.float32))
             rows = est.layers.embedding_lookup(table, jnp.zeros(X[:1].shape, jnp.int32))
             if spec.loss is not None:
+                loss = spec.loss + rows.sum()
+                if self.whole:  # also read whole: updated densely
+                    loss = loss + 0.01 * jnp.sum(table**2)
                 train_op = spec.train_op and est.sparse_updates(spec.train_op)
-                spec = spec._replace(loss=spec.loss + rows.sum(), train_op=train_op)
+                if self.dense_optimizer:  # not row-wise: updated densely
+                    train_op = spec.train_op and optax.sgd(params["lr"])
+                spec = spec._replace(loss=loss, train_op=train_op)
         if self.hooks:
             hooks = [est.SessionRunHook()]
             spec = spec._replace(
@@ -388,50 +394,25 @@ def test_a_model_with_a_row_wise_table_plans_it_in_the_init_run(tmp_path):
     assert unrecorded.runtime.compiler("train").info.row_tables == ("table",)
 
 
-def test_a_resumed_table_also_read_whole_is_checked_once(tmp_path):
-    # A table looked up under a row-wise train_op but also read whole is updated densely.
-    # The metadata still names it a candidate: a resume checks it (the plan) and runs the
-    # step, two runs, rather than finding it in an abandoned trace first (three).
-    def whole_fn(features, labels, mode, params):
-        spec = CountingModelFn(table=True)(features, labels, mode, params)
-        if spec.loss is not None:
-            table = est.get_variable("table", [4, 1])  # the same variable, read whole
-            spec = spec._replace(loss=spec.loss + 0.01 * jnp.sum(table**2))
-        return spec
-
-    first = make(tmp_path, model_fn=whole_fn)
+@pytest.mark.parametrize(
+    "kind, runs",
+    [("whole", 2), ("dense_optimizer", 1)],
+    ids=["read whole", "not row-wise"],
+)
+def test_a_resumed_table_updated_densely_runs_model_fn_as_the_metadata_says(tmp_path, kind, runs):
+    # A table looked up under a row-wise train_op but also read whole is updated densely;
+    # the metadata still names it a candidate, so a resume checks it (the plan) and runs
+    # the step: two runs, not an abandoned trace first (three). Under a train_op that is
+    # not row-wise it is no candidate: the resumed step's one trace is the step.
+    first = make(tmp_path, model_fn=CountingModelFn(table=True, **{kind: True}))
     first.train(train_input(epochs=1), steps=5)
     assert first.runtime.compiler("train").info.row_tables == ()
-    assert ckpt.read_meta(first.latest_checkpoint())["sparse_candidates"] == ["table"]
-    calls = []
-
-    def counting(features, labels, mode, params):
-        calls.append(mode)
-        return whole_fn(features, labels, mode, params)
-
-    resumed = make(tmp_path, model_fn=counting)
+    candidates = ckpt.read_meta(first.latest_checkpoint())["sparse_candidates"]
+    assert candidates == (["table"] if kind == "whole" else [])
+    resumed_fn = CountingModelFn(table=True, **{kind: True})
+    resumed = make(tmp_path, model_fn=resumed_fn)
     resumed.train(train_input(epochs=1), steps=5)
-    assert calls == ["train", "train"]
-    assert resumed.runtime.compiler("train").info.row_tables == ()
-
-
-def test_a_resumed_model_with_lookups_under_a_dense_optimizer_runs_model_fn_once(tmp_path):
-    # A lookup under a train_op that is not row-wise (plain SGD from params here) needs
-    # no sparse plan: the resumed step's one trace is the step.
-    def dense_table_fn(features, labels, mode, params):
-        spec = CountingModelFn(table=True)(features, labels, mode, params)
-        return spec._replace(train_op=spec.train_op and optax.sgd(params["lr"]))
-
-    make(tmp_path, model_fn=dense_table_fn).train(train_input(epochs=1), steps=5)
-    calls = []
-
-    def counting(features, labels, mode, params):
-        calls.append(mode)
-        return dense_table_fn(features, labels, mode, params)
-
-    resumed = make(tmp_path, model_fn=counting)
-    resumed.train(train_input(epochs=1), steps=5)
-    assert calls == ["train"]
+    assert resumed_fn.calls == runs
     assert resumed.runtime.compiler("train").info.row_tables == ()
 
 

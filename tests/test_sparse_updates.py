@@ -18,8 +18,8 @@ import canned
 import estimator as est
 from canned import feature_column as fc
 from estimator.compat import v1 as tf
+from estimator.engine import init_run
 from estimator.engine import sparse as sparse_engine
-from estimator.engine import steps
 from estimator.model.function import ModelFunction
 
 RNG = np.random.default_rng(0)
@@ -342,7 +342,7 @@ def test_tf1_optimizers_update_looked_up_rows_as_tfs_sparse_kernels(tmp_path):
 @pytest.mark.parametrize("opt", ["adagrad", "plain"])
 def test_the_init_runs_plan_equals_the_planning_runs(dense_use, opt):
     # Two independent analyses of the same model: the init run's trace (lookups gather
-    # from copies; steps.abstract_init) and the planning run's (lookups read shadows;
+    # from copies; init_run.abstract_init) and the planning run's (lookups read shadows;
     # sparse.plan). They agree on the tables and on the ids per step (16 rows x 2 ids).
     params = {
         "opt": est.sparse_updates(optax.adagrad(0.1)) if opt == "adagrad" else optax.adagrad(0.1),
@@ -350,7 +350,7 @@ def test_the_init_runs_plan_equals_the_planning_runs(dense_use, opt):
     }
     features, labels = {"ids": IDS[:16]}, TARGETS[:16]
     model = ModelFunction(embedding_model_fn, params, None, seed=0)
-    state = steps.abstract_init(model, est.ModeKeys.TRAIN, features, labels, model.key_data)
+    state = init_run.abstract_init(model, est.ModeKeys.TRAIN, features, labels, model.key_data)
     (from_init,) = model.sparse_plans.values()
 
     def run(trainable, access, non_trainable, features, labels, global_step, rng):

@@ -33,15 +33,14 @@ from estimator.engine.compile_policy import (
 )
 from estimator.engine.compile_queue import CompileQueue
 from estimator.engine.eval_results import finalize
+from estimator.engine.init_run import abstract_init, init_state
 from estimator.engine.steps import (
     PROGRAMS,
     TRAIN_METRICS,
     StepInfo,
     TrainState,
-    abstract_init,
     batch_stats,
     bind,
-    init_state,
     planned,
     run_model,
     traced,
@@ -162,8 +161,8 @@ class StepCompiler:
     # ----- state ------------------------------------------------------------------------
     def abstract_state(self, features, labels) -> TrainState:
         """The state's structure, shapes and dtypes (``model_fn`` traced in init mode,
-        which in TRAIN mode also plans the sparse updates: ``steps.abstract_init``; the
-        initial-state program replays that trace)."""
+        which in TRAIN mode also plans the sparse updates: ``init_run.abstract_init``;
+        the initial-state program replays that trace)."""
         return abstract_init(self.model, self.mode, features, labels, self.model.key_data)
 
     def init_state(self, features, labels) -> TrainState:

@@ -117,7 +117,7 @@ def plan_from_init(trace: tuple) -> dict[str, int]:
     Args:
       trace: ``(closed jaxpr, abstract result)`` of the init run, whose result is ``(state,
         {"lookups": {name: [copies the lookups gathered from]}, "optimizer": params,
-        "found": InitLookups})`` (``estimator.engine.steps.init_run``; ``params``: the
+        "found": InitLookups})`` (``estimator.engine.init_run.init_run``; ``params``: the
         copy ``train_op.init`` read).
 
     Returns:

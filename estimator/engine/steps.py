@@ -54,13 +54,11 @@ __all__ = [
     "Program",
     "StepInfo",
     "TrainState",
-    "abstract_init",
     "batch_stats",
     "eval_step",
     "eval_steps",
-    "init_run",
-    "init_state",
     "merge_stats",
+    "plan_key",
     "planned",
     "predict_step",
     "replay",
@@ -208,84 +206,6 @@ def run_model(model: ModelFunction, mode: str, state: TrainState, features, labe
     return _run(model, mode, state, features, labels)[3]
 
 
-def _check_trainable(trainable: dict) -> None:
-    for name, value in trainable.items():
-        if not jnp.issubdtype(value.dtype, jnp.inexact):
-            raise ValueError(
-                f"Variable {name} has dtype {value.dtype} and is trainable; only floating-point "
-                "variables can be trained. Create it with get_variable(..., trainable=False)."
-            )
-
-
-def init_run(model: ModelFunction, features, labels, rng=None, *, mode: str) -> tuple:
-    """Freshly initialised variables, and ``train_op``'s state in TRAIN mode (its saved
-    form), with what the sparse plan reads from this run's trace: ``(state, copies)``.
-
-    In TRAIN mode each table lookup gathers from a copy of its table, and ``train_op.init``
-    reads a copy of the variables (``copies``: ``{"lookups": {name: [copy, ...]},
-    "optimizer": params}``; see ``estimator.engine.sparse.plan_from_init``), so one trace
-    both creates the variables and plans the sparse updates (:func:`abstract_init`);
-    ``copies`` is ``{}`` in the other modes. :func:`init_state` and :func:`abstract_init`
-    run it through :func:`traced` (one trace per signature).
-
-    Args:
-      rng: the base key's data (``TrainState.rng``); None uses the model's key.
-
-    Raises:
-      ValueError: a trainable variable that is not floating-point.
-    """
-    training = mode == ModeKeys.TRAIN
-    access = RowAccess(tagged=True) if training else None
-    spec, frame = model.apply(mode, features, labels, key_data=rng, rows=access)
-    model.init_lookups[mode] = frozenset(frame.lookups)
-    _check_trainable(frame.trainable)
-    opt_state, copies = None, {}
-    if training:
-        params = jax.lax.optimization_barrier(frame.trainable)
-        opt_state = tree_form.saved_form(spec.train_op.init(params))
-        found = sparse.InitLookups(access.shapes, row_wise(spec.train_op))
-        copies = {"lookups": access.reads, "optimizer": params, "found": found}
-    state = TrainState(
-        frame.trainable,
-        frame.non_trainable,
-        opt_state,
-        jnp.zeros((), jnp.int32),
-        jnp.full((), -1, jnp.int32),
-        rng,
-    )
-    return state, copies
-
-
-#: :func:`init_run` of each mode, one function each (:func:`traced` keys on it).
-_INIT_RUNS = {
-    mode: functools.partial(init_run, mode=mode)
-    for mode in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
-}
-
-
-def init_state(model: ModelFunction, mode: str, features, labels, rng=None) -> TrainState:
-    """Freshly initialised variables, and ``train_op``'s state in TRAIN mode: the state of
-    :func:`init_run`, replayed from its one trace per signature (:func:`traced`), which
-    :func:`abstract_init` made or will reuse."""
-    args = (features, labels, rng)
-    return replay(traced(model, _INIT_RUNS[mode], *args), *args)[0]
-
-
-def abstract_init(model: ModelFunction, mode: str, features, labels, rng=None) -> TrainState:
-    """The abstract state of the init run of ``mode`` (:func:`init_run`), from its one
-    trace (:func:`traced`). In TRAIN mode the trace also plans the sparse updates for this
-    input signature (``estimator.engine.sparse.plan_from_init``), so the train step runs
-    ``model_fn`` once, not again to plan."""
-    trace = traced(model, _INIT_RUNS[mode], features, labels, rng)
-    state, copies = trace[1]
-    if copies:
-        args = (state.non_trainable, features, labels, state.global_step, state.rng)
-        key = _plan_key(state.trainable, args, model.init_lookups[mode])
-        if key not in model.sparse_plans:
-            model.sparse_plans[key] = sparse.plan_from_init(trace)
-    return state
-
-
 def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) -> dict:
     """``{table: ids per step}`` to update row by row (``estimator.engine.sparse.plan``),
     planned once per model and input shapes. Only tables that ``lookup_rows`` is known to
@@ -299,13 +219,13 @@ def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) ->
         return spec.loss, spec.train_op
 
     args = (state.non_trainable, features, labels, state.global_step, state.rng)
-    key = _plan_key(state.trainable, args, looked_up)
+    key = plan_key(state.trainable, args, looked_up)
     if key not in model.sparse_plans:
         model.sparse_plans[key] = sparse.plan(run, state.trainable, args, looked_up)
     return model.sparse_plans[key]
 
 
-def _plan_key(trainable: dict, args: tuple, looked_up: frozenset) -> tuple:
+def plan_key(trainable: dict, args: tuple, looked_up: frozenset) -> tuple:
     """What a sparse plan depends on: the structure, shapes and dtypes of the variables
     and the step's other inputs (traced, abstract or host arrays alike), and the
     candidate tables."""

@@ -34,7 +34,8 @@ import orbax.checkpoint as ocp
 from jax import export as jax_export
 
 from estimator import checkpoint as ckpt
-from estimator.engine.steps import TrainState, init_run
+from estimator.engine.init_run import init_run
+from estimator.engine.steps import TrainState
 from estimator.export._csv import apply_decodes, decode_steps, dummy_records
 from estimator.export._integrity import checksums
 from estimator.export._loader import fill_parsed
