@@ -110,8 +110,9 @@ class ModelFunction:
         self.arg_names = set(fn_args(model_fn))
         self.trace_count = 0
         self.sparse_plans: dict = {}  # see estimator.engine.steps._sparse_tables
-        # {mode: names of the variables lookup_rows read in the init run}: the tables a
-        # train step may update row by row (estimator.engine.steps._sparse_tables).
+        # {mode: names of the variables lookup_rows reads}: from the init run, else from a
+        # checkpoint's metadata or a train step's trace; the tables a train step may update
+        # row by row (estimator.engine.steps._sparse_tables).
         self.init_lookups: dict[str, frozenset] = {}
         # The tables the last train step looked up under a train_op that may update them
         # row by row (the sparse plan's candidates; saved in checkpoints' metadata).
