@@ -150,6 +150,7 @@ class StepCompiler:
         # its result's shapes (and the sparse plan); the init program replays it.
         self._init = jax.jit(functools.partial(init_state, model, mode))
         self._queue = CompileQueue()  # ("step" | "init" | "finalize", signature) -> program
+        self._fresh: set = set()  # signatures whose program's trace ran model_fn this call
         self._abstract_acc = None
         self._finalize = jax.jit(finalize)
 
@@ -267,7 +268,10 @@ class StepCompiler:
         def lower():
             stacked = self.stacks(batch)
             arguments = self._arguments(leading, [batch], stacked)
+            runs_before = self.model.trace_count
             traced = planned(self.model, lambda: self._jitted[stacked].trace(*arguments))
+            if self.model.trace_count > runs_before:  # this call's model_fn made its hooks
+                self._fresh.add(key)
             return traced.lower(), (traced.out_info[-1], stacked), compile_options(runs)
 
         return self._queue.program(("step", key), runs, lower, background=background)
@@ -295,9 +299,13 @@ class StepCompiler:
         returned none is not traced again.
         """
         leading, batch = args[: self.program.leading], args[self.program.leading :]
-        known = self._queue.known(("step", signature(batch)))
         info = self._step_program(leading, batch, plan, background=False).meta[0]
-        if known and (info.hooks or info.chief_hooks):
+        # Whether model_fn ran in this call's trace of the program (in precompile or just
+        # now), not whether the program was compiled by now: its background compile may
+        # have finished since this call traced it.
+        fresh = signature(batch) in self._fresh
+        self._fresh.clear()
+        if not fresh and (info.hooks or info.chief_hooks):
             # model_fn runs again (forward, abstractly) for this call's hooks.
             state, features = args[0], batch[0]
             labels = batch[1] if len(batch) > 1 else None
