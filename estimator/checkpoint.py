@@ -390,9 +390,9 @@ def _restore(path, where, abstract_state, target, meta, with_opt_state):
     saved = fs.isdir(opt_path) or "opt_state" in meta  # an empty state has no item
     records = _records(path, meta)
     if saved and records is not None:
-        difference = _opt_state_difference(abstract_state.opt_state, records)
-        if difference:
-            raise _optimizer_changed(path, difference)
+        differences = _opt_state_differences(abstract_state.opt_state, records)
+        if differences:
+            raise _optimizer_changed(path, differences)
     if not jax.tree.leaves(abstract_state.opt_state) and not fs.isdir(opt_path):
         return restored.get("trainable", {}), restored.get("non_trainable", {}), {}
     if not fs.isdir(opt_path):
@@ -433,7 +433,7 @@ def _as_recorded(path: str, recorded, abstract):
     if set(wanted) != set(found):
         lines = [f"{k}: only in train_op's state" for k in sorted(set(wanted) - set(found))]
         lines += [f"{k}: only in the checkpoint" for k in sorted(set(found) - set(wanted))]
-        raise _optimizer_changed(path, "; ".join(lines[:5]) + ("; ..." if len(lines) > 5 else ""))
+        raise _optimizer_changed(path, lines)
 
     def leaf(names, _):
         spec = wanted["/".join(("opt_state", *tree_form.parts(names)))]
@@ -442,8 +442,9 @@ def _as_recorded(path: str, recorded, abstract):
     return jax.tree_util.tree_map_with_path(leaf, recorded)
 
 
-def _opt_state_difference(abstract, records: dict) -> str | None:
-    """How ``train_op``'s state differs from the one a checkpoint recorded, or None."""
+def _opt_state_differences(abstract, records: dict) -> list[str]:
+    """How ``train_op``'s state differs from the one a checkpoint recorded, a line per
+    leaf (none when they agree)."""
     model = {
         key: ([int(d) for d in x.shape], np.dtype(x.dtype).name)
         for key, x in checksums.leaves(abstract, "opt_state")
@@ -451,18 +452,19 @@ def _opt_state_difference(abstract, records: dict) -> str | None:
     saved = {
         key: (r["shape"], r["dtype"]) for key, r in records.items() if key.startswith("opt_state")
     }
-    if model == saved:
-        return None
     lines = [
         f"{k}: {model[k]} in train_op's state, {saved.get(k)} in the checkpoint"
         for k in sorted(model)
         if model[k] != saved.get(k)
     ]
     lines += [f"{k}: only in the checkpoint" for k in sorted(set(saved) - set(model))]
-    return "; ".join(lines[:5]) + ("; ..." if len(lines) > 5 else "")
+    return lines
 
 
-def _optimizer_changed(path: str, detail: str) -> ValueError:
+def _optimizer_changed(path: str, differences: list[str]) -> ValueError:
+    """The error for an optimizer state that differs from the checkpoint's: the first five
+    ``differences`` (one per leaf), and what to do."""
+    detail = "; ".join(differences[:5]) + ("; ..." if len(differences) > 5 else "")
     return ValueError(
         f"The optimizer state in {path} does not match train_op's state (was the "
         f"optimizer changed?): {detail}. Train in a new model_dir, or warm-start from "

@@ -116,10 +116,9 @@ class StateSource:
     def retry_without_kept(self, compiler: StepCompiler, batch) -> bool:
         """After the first trace of a mode failed on the kept state's or the checkpoint's
         variables or optimizer state (the model now asks for others: see
-        :meth:`abstract`), forgets them for
-        this mode and batch signature and returns True: the caller runs ``model_fn`` in
-        init mode instead, and a checkpoint's restore then says what differs. False when
-        they were not used."""
+        :meth:`abstract`), forgets them for this mode and batch signature and returns
+        True: the caller runs ``model_fn`` in init mode instead, and a checkpoint's restore
+        then says what differs. False when they were not used."""
         key = (compiler.mode, signature(batch))
         if key not in self._from_kept:
             return False
