@@ -116,9 +116,10 @@ def main() -> None:
             x = np.concatenate([b[0] for b in batches])
             y = np.concatenate([b[1] for b in batches])
             model, input_fn, initial = estimator_side(case, x, y, steps)
-            # XLA's CPU backend runs lax convolutions' gradients several times slower in a
-            # loop body than at the top level of a program: the CNN also runs one step per
-            # call (see the README).
+            # The CNN also runs one step per call: XLA's CPU backend ran its kernel
+            # gradients several times slower in the loop body of a fused call than at a
+            # program's top level, until estimator.platform laid convolutions out in the
+            # canonical layout (JAX_ESTIMATOR_CANONICAL_CONVOLUTIONS=0 shows the old gap).
             single = estimator_side(case, x, y, steps, 1)[:2] if arch == "cnn" else None
             loop = case.hand_loop(initial, make_tx())
             loop.step(*batches[0])  # compile

@@ -23,6 +23,20 @@ Process-wide settings, made once, by the first ``Estimator`` built (:func:`confi
   random numbers: as easy as 1, 2, 3", SC 2011), so every random value is bit-for-bit what
   JAX draws otherwise. The rule's name is JAX's internal one; a JAX version that lacks it
   keeps the rolled form.
+* **Convolutions in the CPU's canonical layout** (``JAX_ESTIMATOR_CANONICAL_CONVOLUTIONS=0``
+  turns it off): XLA's CPU backend has fast convolutions (a library call, or a library
+  fusion for a weight gradient) for one layout, its canonical one: batch, spatial...,
+  feature for the input and the output; spatial..., input feature, output feature for the
+  kernel (``NHWC``, ``HWIO``). Its canonicalization pass transposes other convolutions into
+  it, but only at a program's top level. Inside a loop's body (an ``Estimator`` runs
+  ``steps_per_execution`` steps in one ``lax.fori_loop``), a convolution in another layout,
+  as every kernel gradient is, stays as written and runs several times slower (measured,
+  jax 0.10.2, 2-core EPYC: a [128, 16, 16, 3] batch through a 3x3x3x16 convolution, one SGD
+  step takes 4.7-5.2 ms at the top level and 42-45 ms in the loop). The lowering
+  registered for the CPU writes each such convolution as transposes around a canonical
+  one, as that pass does, so the step in the loop runs in 4.0-4.6 ms, with the same
+  values. The rule wraps JAX's own CPU rule (``jax._src`` internals, like Threefry's); a
+  JAX whose internals differ keeps its own.
 
 Code paths for the CPU backend alone (:func:`on_cpu`; other backends run the standard
 ``lax`` operations and XLA's default options):
@@ -42,16 +56,20 @@ a program can set it before building its Estimator.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 
 import jax
+import jax.numpy as jnp
 
 __all__ = [
+    "CANONICAL_CONVOLUTIONS",
     "CPU_COMPILE_OPTIONS",
     "CPU_CONVOLUTIONS",
     "UNROLL_THREEFRY",
     "configure",
+    "canonical_convolutions",
     "cpu_path",
     "default_cache_dir",
     "enable_compilation_cache",
@@ -62,10 +80,12 @@ __all__ = [
 logger = logging.getLogger("estimator")
 
 UNROLL_THREEFRY = "JAX_ESTIMATOR_UNROLL_THREEFRY"
+CANONICAL_CONVOLUTIONS = "JAX_ESTIMATOR_CANONICAL_CONVOLUTIONS"
 CPU_CONVOLUTIONS = "JAX_ESTIMATOR_CPU_CONVOLUTIONS"
 CPU_COMPILE_OPTIONS = "JAX_ESTIMATOR_CPU_COMPILE_OPTIONS"
 _MAX_CACHE_BYTES = 2 << 30
 _threefry_unrolled = False
+_convolutions_canonical = False
 
 
 def on_cpu() -> bool:
@@ -85,11 +105,14 @@ def cpu_path(switch: str) -> bool:
 
 def configure(compilation_cache_dir: str | None) -> None:
     """The process-wide settings (the module docstring), made when an Estimator is built:
-    the compilation cache in ``compilation_cache_dir`` (None: none) and Threefry unrolled
-    on the CPU (unless switched off). Repeated calls change nothing already set."""
+    the compilation cache in ``compilation_cache_dir`` (None: none), Threefry unrolled and
+    convolutions in the canonical layout on the CPU (each unless switched off). Repeated
+    calls change nothing already set."""
     enable_compilation_cache(compilation_cache_dir)
     if _switched_on(UNROLL_THREEFRY):
         unroll_threefry()
+    if _switched_on(CANONICAL_CONVOLUTIONS):
+        canonical_convolutions()
 
 
 def default_cache_dir() -> str:
@@ -134,4 +157,71 @@ def unroll_threefry() -> bool:
         logger.debug("Threefry stays rolled on the CPU: %s", err)
         return False
     _threefry_unrolled = True
+    return True
+
+
+def canonical_layout(spatial: int):
+    """XLA CPU's canonical convolution layout for ``spatial`` spatial dimensions, as
+    ``jax.lax.ConvDimensionNumbers``: input and output ``(batch, spatial..., feature)``
+    (``NHWC`` for 2), kernel ``(spatial..., input feature, output feature)`` (``HWIO``)."""
+    last = spatial + 1
+    inner = tuple(range(1, last))
+    return jax.lax.ConvDimensionNumbers(
+        (0, last, *inner), (last, spatial, *range(spatial)), (0, last, *inner)
+    )
+
+
+def _in_canonical_layout(lhs, rhs, *, dimension_numbers, primitive, **params):
+    """``primitive`` (``conv_general_dilated``) of ``lhs`` and ``rhs`` computed as a
+    convolution in the canonical layout between transposes: the same sums, in the layout
+    XLA's CPU backend runs fast wherever the convolution is."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    lhs = jax.lax.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
+    rhs = jax.lax.transpose(rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0]))
+    layout = canonical_layout(len(lhs_spec) - 2)
+    out = primitive.bind(lhs, rhs, dimension_numbers=layout, **params)
+    # The canonical output's dimensions are (batch, spatial..., feature): put each where
+    # ``out_spec`` wants it.
+    order = (out_spec[0], *out_spec[2:], out_spec[1])
+    return jax.lax.transpose(out, tuple(sorted(range(len(order)), key=order.__getitem__)))
+
+
+def canonical_convolutions() -> bool:
+    """Registers, for the CPU, a convolution lowering that writes every convolution in the
+    canonical layout (once per process; the module docstring says why). Convolutions
+    already canonical, complex ones (JAX splits them into real ones, which then come here)
+    and ones with an explicit output sharding keep JAX's own lowering.
+
+    Returns:
+      Whether the lowering is registered (False when this JAX version's internals differ).
+    """
+    global _convolutions_canonical
+    if _convolutions_canonical:
+        return True
+    try:
+        from jax._src.lax import convolution as lax_convolution  # JAX's internal module
+        from jax.interpreters import mlir
+
+        primitive = lax_convolution.conv_general_dilated_p
+        default = mlir._platform_specific_lowerings["cpu"][primitive].rule
+        canonical = mlir.lower_fun(
+            functools.partial(_in_canonical_layout, primitive=primitive),
+            multiple_results=False,
+        )
+
+        def rule(ctx, lhs, rhs, *, dimension_numbers, **params):
+            spatial = len(dimension_numbers.lhs_spec) - 2
+            if (
+                dimension_numbers == canonical_layout(spatial)
+                or params.get("out_sharding") is not None
+                or jnp.issubdtype(ctx.avals_in[0].dtype, jnp.complexfloating)
+            ):
+                return default(ctx, lhs, rhs, dimension_numbers=dimension_numbers, **params)
+            return canonical(ctx, lhs, rhs, dimension_numbers=dimension_numbers, **params)
+
+        mlir.register_lowering(primitive, rule, platform="cpu")
+    except Exception as err:  # noqa: BLE001 - another JAX: only speed differs
+        logger.debug("Convolutions keep JAX's CPU lowering: %s", err)
+        return False
+    _convolutions_canonical = True
     return True

@@ -4,6 +4,7 @@ table), imports go only to the same or lower layers (deferred imports too), and 
 no import cycles."""
 
 import ast
+import functools
 import pathlib
 import re
 
@@ -48,10 +49,14 @@ def _imports(path: pathlib.Path) -> set[str]:
     return found
 
 
-GRAPH = {
-    module: {m for m in _imports(path) if m != module and not module.startswith(m + ".")}
-    for module, path in MODULES.items()
-}
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    """``{module: the modules it imports}`` (parsed once, by the first test that needs it,
+    not while every worker collects the suite)."""
+    return {
+        module: {m for m in _imports(path) if m != module and not module.startswith(m + ".")}
+        for module, path in MODULES.items()
+    }
 
 
 def _layer_map() -> tuple[dict[str, int], list[str]]:
@@ -113,7 +118,7 @@ def test_imports_go_only_to_the_same_or_lower_layers():
     upward = sorted(
         f"{module} ({LAYER_NAMES[layer_of(module) - 1]}) imports {imported} "
         f"({LAYER_NAMES[layer_of(imported) - 1]})"
-        for module, imported_set in GRAPH.items()
+        for module, imported_set in _graph().items()
         if module not in TOPS
         for imported in imported_set
         if imported not in TOPS and layer_of(imported) > layer_of(module)
@@ -128,7 +133,7 @@ def test_regular_packages():
 
 def test_no_import_cycles():
     def reaches(start, goal, seen):
-        for nxt in GRAPH[start]:
+        for nxt in _graph()[start]:
             if nxt == goal:
                 return True
             if nxt not in seen:
@@ -137,7 +142,7 @@ def test_no_import_cycles():
                     return True
         return False
 
-    cycles = [m for m in GRAPH if reaches(m, m, set())]
+    cycles = [m for m in _graph() if reaches(m, m, set())]
     assert cycles == []
 
 

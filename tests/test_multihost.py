@@ -175,8 +175,22 @@ def _job(model_dir, *extra, own=False, processes=2, devices=2):
     return [_result(p) for p in launched]
 
 
-def _single(model_dir, *extra, devices=1):
-    return _result(_launch(model_dir, "single", 0, "-", *extra, "--devices", str(devices)))
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    """``single(*extra, devices=1)``: the result of the job's program run alone in one
+    process (no cluster) with ``devices`` devices, the reference a job must equal; run
+    once per module for each set of arguments."""
+    results = {}
+
+    def run(*extra, devices=1):
+        key = (extra, devices)
+        if key not in results:
+            model_dir = tmp_path_factory.mktemp("single")
+            process = _launch(model_dir, "single", 0, "-", *extra, "--devices", str(devices))
+            results[key] = _result(process)
+        return results[key]
+
+    return run
 
 
 def _assert_same_training(run, reference):
@@ -190,12 +204,12 @@ def _assert_same_training(run, reference):
 @pytest.mark.parametrize(
     ("processes", "devices"), [(2, 1), (3, 1), (2, 2)], ids=["2x1", "3x1", "2x2"]
 )
-def test_cluster_shapes_train_as_one_process(tmp_path, processes, devices):
+def test_cluster_shapes_train_as_one_process(tmp_path, single, processes, devices):
     """A chief and workers (TF_CONFIG) with one device each — one process per accelerator,
     the most common cluster shape, which crashed in orbax at the first save — or several:
     every process ends with the weights of one process reading the same global batches,
     and the job's checkpoints restore in a single process."""
-    reference = _single(tmp_path / "single")
+    reference = single()
     runs = _job(tmp_path / "multi", processes=processes, devices=devices)
     assert [(r["process"], r["processes"], r["devices"]) for r in runs] == [
         (i, processes, processes * devices) for i in range(processes)
@@ -223,11 +237,11 @@ def test_cluster_shapes_train_as_one_process(tmp_path, processes, devices):
     [(True, False), (False, True)],
     ids=["sharded", "own_init"],
 )
-def test_two_processes_train_as_one_with_four_devices(tmp_path, partition, own):
+def test_two_processes_train_as_one_with_four_devices(tmp_path, single, partition, own):
     """Sharded: ``w`` split over the 4 devices of the 2 processes (each process saves its
     shards); the checkpoint still reads back whole in one process. Own init: the program
     called ``jax.distributed.initialize`` itself; process 0 is the chief."""
-    reference = _single(tmp_path / "single", devices=4)
+    reference = single(devices=4)
     chief, worker = _job(tmp_path / "multi", *(["--partition"] if partition else []), own=own)
     assert (reference["processes"], reference["devices"]) == (1, 4)
     assert (chief["processes"], chief["devices"]) == (2, 4)
@@ -248,7 +262,7 @@ def test_two_processes_train_as_one_with_four_devices(tmp_path, partition, own):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("processes", "devices"), [(2, 1), (2, 2)], ids=["2x1", "2x2"])
-def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, processes, devices):
+def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, single, processes, devices):
     """A chief and a worker train with an InMemoryEvaluatorHook (every 3 steps), a
     ValidationHandler and training metrics (every 3 steps). Each evaluation: every process
     its shard of 50 rows in batches of 8 (4 batches and 3, the last one of 2 rows), merged;
@@ -258,7 +272,7 @@ def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, processes, 
     one process reading the same global batches."""
     import multihost_job as job
 
-    single = _single(tmp_path / "single", "--live-eval")
+    reference = single("--live-eval")
     chief, worker = _job(tmp_path / "multi", "--live-eval", processes=processes, devices=devices)
     assert sorted(chief["live"], key=int) == ["0", "3", "6"]  # at start, every 3, (end: 6)
     e = est.Estimator(job.model_fn, str(tmp_path / "multi"), est.RunConfig(tf_random_seed=3))
@@ -269,7 +283,7 @@ def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, processes, 
         for key in ("mae", "loss"):
             assert live[key] == pytest.approx(expected[key], abs=1e-6), (step, key)
             assert worker["live"][step][key] == pytest.approx(live[key], abs=1e-7)
-            assert single["live"][step][key] == pytest.approx(live[key], abs=1e-6)
+            assert reference["live"][step][key] == pytest.approx(live[key], abs=1e-6)
     # The ValidationHandler (every 3 batches) evaluates the same way.
     assert sorted(chief["validation"], key=int) == ["3", "6"]
     for step, results in chief["validation"].items():
@@ -281,7 +295,7 @@ def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, processes, 
     assert sorted(chief["train_metrics"], key=int) == ["3", "6"]
     for step, report in chief["train_metrics"].items():
         for key in ("train/mae", "train/loss"):
-            assert report[key] == pytest.approx(single["train_metrics"][step][key], abs=1e-6)
+            assert report[key] == pytest.approx(reference["train_metrics"][step][key], abs=1e-6)
             assert worker["train_metrics"][step][key] == pytest.approx(report[key], abs=1e-7)
 
 

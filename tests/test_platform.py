@@ -1,6 +1,11 @@
 """``estimator.platform``: the process-wide settings an Estimator makes (each with a switch)
 and the code paths taken on the CPU backend alone (forced off here, as on another backend)."""
 
+import os
+import re
+import subprocess
+import sys
+
 import jax
 import jax.extend.random as jax_random
 import jax.numpy as jnp
@@ -10,6 +15,8 @@ import pytest
 import estimator as est
 from estimator import convolution, platform
 from estimator.engine import compile_policy as compiler
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def test_an_estimator_unrolls_threefry_and_the_bits_are_the_known_answers(tmp_path):
@@ -92,3 +99,98 @@ def test_the_default_cache_directory(monkeypatch, tmp_path):
     assert platform.default_cache_dir() == str(tmp_path)
     monkeypatch.delenv("JAX_ESTIMATOR_CACHE_DIR")
     assert platform.default_cache_dir().endswith("/.cache/jax-estimator/xla")
+
+
+# Convolutions whose layouts differ from the CPU's canonical one (``NHWC``/``HWIO``): 2-D in
+# TF's default and in PyTorch's layout, with strides, dilations, padding and groups; 1-D and
+# 3-D; a transposed convolution (input dilation). Each: (x shape, w shape, keywords).
+CONVOLUTIONS = {
+    "nchw_stride_same": ((2, 3, 9, 9), (4, 3, 3, 3), dict(
+        window_strides=(2, 2), padding="SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))),
+    "nhwc_groups_dilated": ((2, 8, 8, 4), (3, 3, 2, 6), dict(
+        window_strides=(1, 1), padding="VALID", rhs_dilation=(2, 1), feature_group_count=2,
+        dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    "nwc_1d": ((3, 10, 2), (3, 2, 5), dict(
+        window_strides=(1,), padding=((1, 2),), dimension_numbers=("NWC", "WIO", "NWC"))),
+    "ndhwc_3d": ((1, 4, 5, 6, 2), (2, 2, 2, 2, 3), dict(
+        window_strides=(1, 2, 1), padding="SAME", dimension_numbers=("NDHWC", "DHWIO", "NDHWC"))),
+    "chwn_transposed": ((3, 5, 5, 2), (3, 3, 3, 4), dict(
+        window_strides=(1, 1), padding=((2, 2), (2, 2)), lhs_dilation=(2, 2),
+        dimension_numbers=("CHWN", "HWIO", "NHWC"))),
+}  # fmt: skip
+
+
+def _convolution_values() -> dict:
+    """Each case's output, its gradients (of the sum of squares) with respect to the input
+    and the kernel, and its kernel after three SGD steps in a ``lax.fori_loop``, by name."""
+    values = {}
+    for name, (x_shape, w_shape, keywords) in CONVOLUTIONS.items():
+        rng = np.random.default_rng(len(name))
+        x = rng.normal(size=x_shape).astype(np.float32)
+        w = rng.normal(size=w_shape).astype(np.float32)
+
+        def loss(x, w, keywords=keywords):
+            return jnp.sum(jax.lax.conv_general_dilated(x, w, **keywords) ** 2)
+
+        def train(x, w, loss=loss):
+            return jax.lax.fori_loop(0, 3, lambda i, w: w - 1e-3 * jax.grad(loss, 1)(x, w), w)
+
+        forward = jax.jit(lambda x, w, k=keywords: jax.lax.conv_general_dilated(x, w, **k))
+        grad_x, grad_w = jax.jit(jax.grad(loss, (0, 1)))(x, w)
+        values.update({
+            name: forward(x, w), name + "/grad_x": grad_x, name + "/grad_w": grad_w,
+            name + "/loop": jax.jit(train)(x, w),
+        })  # fmt: skip
+    return {k: np.asarray(v) for k, v in values.items()}
+
+
+def _lowered(name: str) -> str:
+    x_shape, w_shape, keywords = CONVOLUTIONS[name]
+
+    def train(x, w):
+        loss = lambda w: jnp.sum(jax.lax.conv_general_dilated(x, w, **keywords) ** 2)  # noqa: E731
+        return jax.lax.fori_loop(0, 3, lambda i, w: w - 1e-3 * jax.grad(loss)(w), w)
+
+    return jax.jit(train).lower(jnp.zeros(x_shape), jnp.zeros(w_shape)).as_text()
+
+
+CANONICAL = re.compile(r"dim_numbers = \[b, [\d, ]*f\]x\[[\d, ]*i, o\]->\[b, [\d, ]*f\]")
+
+
+@pytest.mark.parametrize("name", CONVOLUTIONS)
+def test_an_estimator_lays_every_cpu_convolution_out_canonically(tmp_path, name):
+    est.Estimator(lambda features, labels, mode: None, model_dir=str(tmp_path))
+    assert platform.canonical_convolutions()  # registered once, by the Estimator
+    found = re.findall(r"stablehlo\.convolution.*", _lowered(name))
+    assert len(found) == 2  # the forward pass and the kernel gradient, in the loop's body
+    assert all(CANONICAL.search(line) for line in found), found
+
+
+def test_canonical_convolutions_stay_off_when_switched_off(monkeypatch):
+    calls = []
+    monkeypatch.setattr(platform, "canonical_convolutions", lambda: calls.append(1))
+    monkeypatch.setenv(platform.CANONICAL_CONVOLUTIONS, "0")
+    platform.configure(None)
+    assert calls == []
+    monkeypatch.setenv(platform.CANONICAL_CONVOLUTIONS, "1")
+    platform.configure(None)
+    assert calls == [1]
+
+
+@pytest.mark.slow
+def test_canonical_convolutions_give_jaxs_own_values(tmp_path):
+    """Outputs and gradients equal those of JAX's own lowering, computed in a process with
+    the switch off (the rule is never registered there)."""
+    reference = tmp_path / "reference.npz"
+    code = (
+        f"import sys; sys.path.insert(0, {HERE!r}); import numpy as np, test_platform; "
+        f"np.savez({str(reference)!r}, **test_platform._convolution_values())"
+    )
+    env = {**os.environ, platform.CANONICAL_CONVOLUTIONS: "0"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert platform.canonical_convolutions()
+    ours, theirs = _convolution_values(), np.load(reference)
+    assert sorted(ours) == sorted(theirs.files) and len(ours) == 4 * len(CONVOLUTIONS)
+    for key, value in ours.items():
+        np.testing.assert_allclose(value, theirs[key], rtol=2e-5, atol=1e-5, err_msg=key)
