@@ -35,13 +35,20 @@ def test_an_estimator_unrolls_threefry_and_the_bits_are_the_known_answers(tmp_pa
     np.testing.assert_array_equal(y1, np.array([0x99BA4EFE, 0xBB002BE7, 0x483DF7A0], np.uint32))
 
 
-def test_threefry_stays_as_jax_lowers_it_when_switched_off(monkeypatch):
+@pytest.mark.parametrize(
+    ("setting", "switch"),
+    [
+        ("unroll_threefry", platform.UNROLL_THREEFRY),
+        ("canonical_convolutions", platform.CANONICAL_CONVOLUTIONS),
+    ],
+)
+def test_a_lowering_stays_as_jax_has_it_when_switched_off(monkeypatch, setting, switch):
     calls = []
-    monkeypatch.setattr(platform, "unroll_threefry", lambda: calls.append(1))
-    monkeypatch.setenv(platform.UNROLL_THREEFRY, "0")
+    monkeypatch.setattr(platform, setting, lambda: calls.append(1))
+    monkeypatch.setenv(switch, "0")
     platform.configure(None)
     assert calls == []
-    monkeypatch.setenv(platform.UNROLL_THREEFRY, "1")
+    monkeypatch.setenv(switch, "1")
     platform.configure(None)
     assert calls == [1]
 
@@ -164,17 +171,6 @@ def test_an_estimator_lays_every_cpu_convolution_out_canonically(tmp_path, name)
     found = re.findall(r"stablehlo\.convolution.*", _lowered(name))
     assert len(found) == 2  # the forward pass and the kernel gradient, in the loop's body
     assert all(CANONICAL.search(line) for line in found), found
-
-
-def test_canonical_convolutions_stay_off_when_switched_off(monkeypatch):
-    calls = []
-    monkeypatch.setattr(platform, "canonical_convolutions", lambda: calls.append(1))
-    monkeypatch.setenv(platform.CANONICAL_CONVOLUTIONS, "0")
-    platform.configure(None)
-    assert calls == []
-    monkeypatch.setenv(platform.CANONICAL_CONVOLUTIONS, "1")
-    platform.configure(None)
-    assert calls == [1]
 
 
 @pytest.mark.slow
