@@ -160,7 +160,7 @@ def unroll_threefry() -> bool:
     return True
 
 
-def canonical_layout(spatial: int):
+def _canonical_layout(spatial: int):
     """XLA CPU's canonical convolution layout for ``spatial`` spatial dimensions, as
     ``jax.lax.ConvDimensionNumbers``: input and output ``(batch, spatial..., feature)``
     (``NHWC`` for 2), kernel ``(spatial..., input feature, output feature)`` (``HWIO``)."""
@@ -178,7 +178,7 @@ def _in_canonical_layout(lhs, rhs, *, dimension_numbers, primitive, **params):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     lhs = jax.lax.transpose(lhs, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
     rhs = jax.lax.transpose(rhs, (*rhs_spec[2:], rhs_spec[1], rhs_spec[0]))
-    layout = canonical_layout(len(lhs_spec) - 2)
+    layout = _canonical_layout(len(lhs_spec) - 2)
     out = primitive.bind(lhs, rhs, dimension_numbers=layout, **params)
     # The canonical output's dimensions are (batch, spatial..., feature): put each where
     # ``out_spec`` wants it.
@@ -212,7 +212,7 @@ def canonical_convolutions() -> bool:
         def rule(ctx, lhs, rhs, *, dimension_numbers, **params):
             spatial = len(dimension_numbers.lhs_spec) - 2
             if (
-                dimension_numbers == canonical_layout(spatial)
+                dimension_numbers == _canonical_layout(spatial)
                 or params.get("out_sharding") is not None
                 or jnp.issubdtype(ctx.avals_in[0].dtype, jnp.complexfloating)
             ):
