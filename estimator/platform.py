@@ -30,9 +30,10 @@ Process-wide settings, made once, by the first ``Estimator`` built (:func:`confi
   kernel (``NHWC``, ``HWIO``). Its canonicalization pass transposes other convolutions into
   it, but only at a program's top level. Inside a loop's body (an ``Estimator`` runs
   ``steps_per_execution`` steps in one ``lax.fori_loop``), a convolution in another layout,
-  as every kernel gradient is, stays as written and runs several times slower (measured,
-  jax 0.10.2, 2-core EPYC: a [128, 16, 16, 3] batch through a 3x3x3x16 convolution, one SGD
-  step takes 4.7-5.2 ms at the top level and 42-45 ms in the loop). The lowering
+  as every kernel gradient is, stays as written and runs several times slower
+  (``benchmarks/conv_layout.py``, jax 0.10.2, 2-core EPYC: a [128, 16, 16, 3] batch through
+  a 3x3x3x16 convolution, one SGD step takes 4.7-5.2 ms at the top level and 42-45 ms in
+  the loop). The lowering
   registered for the CPU writes each such convolution as transposes around a canonical
   one, as that pass does, so the step in the loop runs in 4.0-4.6 ms, with the same
   values. The rule wraps JAX's own CPU rule (``jax._src`` internals, like Threefry's); a
