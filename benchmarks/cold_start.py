@@ -6,7 +6,7 @@ fills the run's own persistent compilation cache, ``--repeats`` times: a fresh E
 trains one step on an empty ``model_dir``, and a fresh Estimator resumes the first one's
 ``model_dir`` for one step (a rerun of a job, an evaluator-turned-trainer). Compiles come
 from the cache, so what is left is ``model_fn``'s traces, lowering, reading the checkpoint
-and the first step. Prints ``model_fn``'s runs (``ModelFunction.trace_count``) and the
+and the first step. Prints ``model_fn``'s runs (``Estimator.trace_count``) and the
 minimum and median seconds of each.
 
 To compare two versions, run this file from each checkout in alternating processes
@@ -38,16 +38,16 @@ def bench(census, kind: str, data, repeats: int) -> None:
         return est.inputs.numpy_input_fn(x, y, batch_size=256, num_epochs=1, shuffle=False)
 
     resumed_dir = tempfile.mkdtemp(prefix="bench_cold_")
-    census.make_model(kind, resumed_dir, 0, stats).train(input_fn(), steps=1)  # fills the cache
+    census_throughput._model(census, kind, stats, resumed_dir).train(input_fn(), steps=1)  # cache
     times: dict[str, list[float]] = {"empty model_dir": [], "resumed": []}
     runs = {}
     for _ in range(repeats):
         for case, model_dir in (("empty model_dir", None), ("resumed", resumed_dir)):
-            model = census.make_model(kind, model_dir or tempfile.mkdtemp(), 0, stats)
+            model = census_throughput._model(census, kind, stats, model_dir)
             start = time.perf_counter()
             model.train(input_fn(), steps=1)
             times[case].append(time.perf_counter() - start)
-            runs[case] = model.runtime.model.trace_count
+            runs[case] = model.trace_count
     print(f"{kind}: {census.MODELS[kind]}")
     for case, seconds in times.items():
         print(

@@ -387,15 +387,16 @@ def _restore(path, where, abstract_state, target, meta, with_opt_state):
     if not with_opt_state:
         return restored.get("trainable", {}), restored.get("non_trainable", {}), None
     opt_path = fs.join(where, "opt_state")
-    saved = fs.isdir(opt_path) or "opt_state" in meta  # an empty state has no item
+    has_item = fs.isdir(opt_path)  # one look (a remote stat on a storage URL)
+    saved = has_item or "opt_state" in meta  # an empty state has no item
     records = _records(path, meta)
     if saved and records is not None:
         differences = _opt_state_differences(abstract_state.opt_state, records)
         if differences:
             raise _optimizer_changed(path, differences)
-    if not jax.tree.leaves(abstract_state.opt_state) and not fs.isdir(opt_path):
+    if not jax.tree.leaves(abstract_state.opt_state) and not has_item:
         return restored.get("trainable", {}), restored.get("non_trainable", {}), {}
-    if not fs.isdir(opt_path):
+    if not has_item:
         raise ValueError(
             f"The checkpoint {path} has no optimizer state; it cannot resume training. "
             "Warm-start a new model_dir from it instead (warm_start_from=...)."

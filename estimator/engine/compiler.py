@@ -259,10 +259,13 @@ class StepCompiler:
         )
         return size * self.steps_per_call <= STACK_BYTES_MAX
 
-    def _step_program(self, leading: tuple, batch, plan: RunPlan, *, background: bool):
-        """The compiled program for ``batch``'s signature, as ``plan`` needs it (see
-        ``estimator.engine.compile_queue``): its ``meta`` is ``(StepInfo, stacked)``."""
-        key = signature(batch)
+    def _step_program(
+        self, leading: tuple, batch, plan: RunPlan, *, background: bool, key: tuple | None = None
+    ):
+        """The compiled program for ``batch``'s signature (``key`` when the caller has it),
+        as ``plan`` needs it (see ``estimator.engine.compile_queue``): its ``meta`` is
+        ``(StepInfo, stacked)``."""
+        key = signature(batch) if key is None else key
         runs = plan.runs(key)
 
         def lower():
@@ -299,11 +302,12 @@ class StepCompiler:
         returned none is not traced again.
         """
         leading, batch = args[: self.program.leading], args[self.program.leading :]
-        info = self._step_program(leading, batch, plan, background=False).meta[0]
+        key = signature(batch)
+        info = self._step_program(leading, batch, plan, background=False, key=key).meta[0]
         # Whether model_fn ran in this call's trace of the program (in precompile or just
         # now), not whether the program was compiled by now: its background compile may
         # have finished since this call traced it.
-        fresh = signature(batch) in self._fresh
+        fresh = key in self._fresh
         self._fresh.clear()
         if not fresh and (info.hooks or info.chief_hooks):
             # model_fn runs again (forward, abstractly) for this call's hooks.
