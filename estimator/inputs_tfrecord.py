@@ -26,10 +26,11 @@ import concurrent.futures
 import functools
 import itertools
 import queue
-import random
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from estimator.io import (
     FixedLenFeature,
@@ -117,17 +118,47 @@ def _work(parse: Callable, fn: Callable | None, varlen: frozenset, block: list) 
     return out
 
 
-def _shuffled(buffer: list, chunk: list, size: int, rng: random.Random) -> list:
-    """TF's shuffle buffer for a chunk of records: the buffer fills to ``size``; then each
-    incoming record takes the place of a uniformly drawn one, which goes out."""
-    room = min(len(chunk), size - len(buffer))
-    buffer += chunk[:room]
-    out = []
-    for record in chunk[room:]:
-        j = rng.randrange(size)
-        out.append(buffer[j])
-        buffer[j] = record
-    return out
+class _ShuffleBuffer:
+    """TF's shuffle buffer (``Dataset.shuffle``) for chunks of records: the buffer fills to
+    ``size``; then each incoming record takes the place of a uniformly drawn one, which goes
+    out; at the end the buffer drains in random order. The draws run compiled over indices
+    (``estimator.io._kernels.shuffle_draws``), so a record costs no Python operation."""
+
+    def __init__(self, size: int, rng: np.random.Generator) -> None:
+        self.size = size
+        self.rng = rng
+        self.records: list | np.ndarray = []  # a list while filling, then an object array
+
+    def add(self, chunk: list) -> list:
+        """The records going out as ``chunk`` comes in (none while the buffer fills)."""
+        if isinstance(self.records, list):
+            room = self.size - len(self.records)
+            self.records += chunk[:room]
+            if room >= len(chunk):
+                return []
+            full = np.empty(self.size, dtype=object)
+            full[:] = self.records
+            self.records, chunk = full, chunk[room:]
+        from estimator.io import _kernels  # deferred with the reader's, which loaded it
+
+        incoming = np.empty(len(chunk), dtype=object)
+        incoming[:] = chunk
+        slots = np.arange(self.size)  # slot j holds index slots[j]: < size, the old record
+        out = _kernels.shuffle_draws(slots, self.size, self.rng.integers(0, self.size, len(chunk)))
+        records = np.empty(len(chunk), dtype=object)
+        old = out < self.size
+        records[old] = self.records[out[old]]
+        records[~old] = incoming[out[~old] - self.size]
+        taken = np.flatnonzero(slots >= self.size)
+        self.records[taken] = incoming[slots[taken] - self.size]
+        return records.tolist()
+
+    def drain(self) -> list:
+        """The buffer's records in random order, emptying it."""
+        records = list(self.records)
+        self.rng.shuffle(records)
+        self.records = []
+        return records
 
 
 def _put(q: queue.Queue, stop: threading.Event, item) -> bool:
@@ -330,7 +361,7 @@ def tfrecord_input_fn(
     def input_fn(config=None, input_context=None) -> TFRecordBatches:
         files = list_files(file_pattern)
         seed = getattr(config, "random_seed", None)
-        rng = random.Random(None if seed is None else f"{seed}-{next(calls)}")
+        rng = np.random.default_rng(None if seed is None else [seed % 2**64, next(calls)])
         shards = getattr(input_context, "num_input_pipelines", 1)
         index = getattr(input_context, "input_pipeline_id", 0)
 
@@ -346,7 +377,7 @@ def tfrecord_input_fn(
 
         def batches(stats: ReadStats, stop: threading.Event) -> Iterator[list[bytes]]:
             epochs = itertools.count() if num_epochs is None else range(int(num_epochs))
-            buffer: list[bytes] = []  # the shuffle buffer
+            buffer = _ShuffleBuffer(shuffle_buffer_size, rng)
             pending: list[bytes] = []  # records in order, not yet in a batch
             for _ in epochs:
                 order = list(files)
@@ -365,13 +396,12 @@ def tfrecord_input_fn(
                     if stop.is_set():
                         return
                     if shuffle:
-                        chunk = _shuffled(buffer, chunk, shuffle_buffer_size, rng)
+                        chunk = buffer.add(chunk)
                     pending += chunk
                     while len(pending) >= batch_size:
                         yield pending[:batch_size]
                         del pending[:batch_size]
-            rng.shuffle(buffer)
-            pending += buffer  # the buffer drains at the end, as TF's
+            pending += buffer.drain()  # at the end, as TF's
             for lo in range(0, len(pending), batch_size):
                 batch = pending[lo : lo + batch_size]
                 if len(batch) == batch_size or not drop_remainder:

@@ -235,3 +235,27 @@ def test_an_iterator_dropped_early_stops_its_threads(tmp_path):
 def test_writing_into_a_missing_directory_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist. Create it first"):
         io.TFRecordWriter(tmp_path / "nope" / "x.tfrecord")
+
+
+def test_the_shuffle_buffer_is_tfs_algorithm():
+    # TF's Dataset.shuffle, written out record by record: fill the buffer, then each
+    # incoming record takes a uniformly drawn slot, whose record goes out. The compiled
+    # buffer, given the same draws (one rng.integers call per chunk's overflow), must match.
+    from estimator.inputs_tfrecord import _ShuffleBuffer
+
+    size, chunks = 10, [list(range(0, 4)), list(range(4, 17)), [17], list(range(18, 60))]
+    buffer = _ShuffleBuffer(size, np.random.default_rng(3))
+    got = [r for chunk in chunks for r in buffer.add([f"r{i}".encode() for i in chunk])]
+    reference_rng, slots, expected = np.random.default_rng(3), [], []
+    for chunk in chunks:
+        room = size - len(slots)
+        slots += chunk[:room]
+        overflow = chunk[room:] if room < len(chunk) else []
+        draws = reference_rng.integers(0, size, len(overflow))
+        for record, j in zip(overflow, draws, strict=True):
+            expected.append(slots[j])
+            slots[j] = record
+    assert got == [f"r{i}".encode() for i in expected]
+    rest = buffer.drain()
+    assert sorted(rest) == sorted(f"r{i}".encode() for i in slots)
+    assert sorted(got + rest) == sorted(f"r{i}".encode() for i in range(60))

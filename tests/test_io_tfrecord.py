@@ -123,6 +123,47 @@ def test_corrupt_data_crc(tmp_path):
         list(tfrecord.read_records(path))
 
 
+def _big_records():
+    # ~2.6 MB: frames cross the reader's 1 MB chunks, and one record is larger than a chunk.
+    sizes = [1, 700_000, 3, 300_000, 1_500_000, 0, 90_000, 5]
+    return [bytes([i]) * n for i, n in enumerate(sizes)] + _records(2000)
+
+
+def _offsets(records):
+    return [sum(16 + len(r) for r in records[:i]) for i in range(len(records))]
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_frames_across_chunks_read_back_exactly(tmp_path, compression):
+    path = tmp_path / "big.tfrecord"
+    records = _big_records()
+    tfrecord.write_records(path, records, compression)
+    assert list(tfrecord.read_records(str(path), compression)) == records
+
+
+@pytest.mark.parametrize("damage", ["data", "small length", "huge length"])
+def test_damage_after_the_first_chunk_names_its_record(tmp_path, damage):
+    # Record 6 starts past the first megabyte; records 0-5 come out before the error.
+    records = _big_records()
+    at = _offsets(records)[6]
+    path = tmp_path / "damaged.tfrecord"
+    tfrecord.write_records(path, records)
+    data = bytearray(path.read_bytes())
+    if damage == "data":
+        data[at + 12 + 100] ^= 0x01
+    else:  # a length that still fits in the chunk, or one that runs past the file
+        data[at : at + 8] = struct.pack("<Q", 10 if damage == "small length" else 1 << 40)
+    path.write_bytes(bytes(data))
+    read = []
+    with pytest.raises(tfrecord.CorruptRecordError) as info:
+        for record in tfrecord.read_records(str(path)):
+            read.append(record)
+    assert read == records[:6]
+    assert info.value.offset == at
+    what = "its 90000 bytes of data" if damage == "data" else "the length does not match"
+    assert f"{path}: corrupt record at byte offset {at}: the CRC32C of {what}" in str(info.value)
+
+
 def test_wrong_compression_says_which_to_use(tmp_path):
     path = _damaged(tmp_path, "z.tfrecord.gz", lambda b: b, "GZIP")
     with pytest.raises(tfrecord.CorruptRecordError, match="pass compression_type='GZIP'"):

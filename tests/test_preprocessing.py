@@ -71,6 +71,32 @@ def test_fingerprint64_equals_tf():
     assert pp.fingerprint64([b"hello", "é".encode()]).tolist() == [got[1], got[5]]
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        [b"Private", b"", "é".encode(), b"Self-emp-not-inc"],  # all bytes: decoded at once
+        [b"a\0b", b"c", b"", b"\0"],  # NULs inside values: decoded one by one
+        [b"x", "y", "é".encode(), ""],  # str among the bytes
+    ],
+)
+def test_bytes_features_decode_as_utf8(values):
+    from estimator.preprocessing._base import _categorical_input
+
+    x = np.array(values, dtype=object).reshape(2, 2)
+    out, kind = _categorical_input({"k": x}, "k", "who")
+    assert kind == "string" and out.shape == (2, 2)
+    assert out.ravel().tolist() == [v.decode() if isinstance(v, bytes) else v for v in values]
+
+
+def test_bytes_that_are_not_utf8_name_the_value():
+    from estimator.preprocessing._base import _categorical_input
+
+    x = np.array([[b"ok"], [b"fine"], [b"\xffbad"]], dtype=object)
+    with pytest.raises(ValueError, match=r"who: feature 'k' holds bytes that are not UTF-8 "
+                       r"text \(b'\\xffbad' at flat index 2\)"):  # fmt: skip
+        _categorical_input({"k": x}, "k", "who")
+
+
 def test_fingerprint_cat64_matches_reference_and_broadcasts():
     rng = np.random.default_rng(0)
     a = rng.integers(0, 2**63, size=5, dtype=np.uint64) * np.uint64(2) + np.uint64(1)

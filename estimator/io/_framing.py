@@ -13,6 +13,7 @@ COMPRESSION_TYPES = ("", "GZIP", "ZLIB")
 _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
 _CRC = struct.Struct("<I")
+_LENGTH = struct.Struct("<Q")
 _CHUNK = 1 << 20
 
 
