@@ -222,7 +222,8 @@ def gather(arr, kinds, counts, lo, hi, bad):
         for r in range(n):
             if not bad[r]:
                 totals[kinds[k, r]] += counts[k, r]
-        offsets[:, k + 1] = totals
+        for kind in range(4):
+            offsets[kind, k + 1] = totals[kind]
     floats = np.empty(4 * totals[FLOAT], np.uint8)
     ints = np.empty(totals[INT64], np.int64)
     string_starts = np.empty(totals[BYTES], np.int64)
@@ -235,8 +236,9 @@ def gather(arr, kinds, counts, lo, hi, bad):
                 continue
             pos, stop = lo[k, r], hi[k, r]
             if kind == FLOAT:
-                floats[f : f + stop - pos] = arr[pos:stop]
-                f += stop - pos
+                for t in range(pos, stop):
+                    floats[f] = arr[t]
+                    f += 1
             elif kind == INT64:
                 while pos < stop:
                     value, pos = _varint(arr, pos, stop)
@@ -256,7 +258,8 @@ def padded(arr, starts, stops, width):
     array (a NumPy ``S{width}`` array once viewed so)."""
     out = np.zeros((len(starts), width), np.uint8)
     for i in range(len(starts)):
-        out[i, : stops[i] - starts[i]] = arr[starts[i] : stops[i]]
+        for t in range(starts[i], stops[i]):
+            out[i, t - starts[i]] = arr[t]
     return out
 
 
