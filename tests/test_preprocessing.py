@@ -174,14 +174,16 @@ def test_vocabulary_list_strings_multivalent_missing_and_oov():
     assert _ids(op, {"s": np.array(["b", "a"])}) == [[1], [0]]
 
 
-def test_string_lookups_hash_each_batch_at_once_and_keep_nothing():
+def test_string_lookups_hash_each_batch_at_once_and_keep_nothing(monkeypatch):
     # Issue 10: the host phase is O(batch): one vectorized hashing call per column and batch,
     # no memo that grows with the distinct values seen (and no per-batch rebuild of one).
+    from estimator.preprocessing import _base
+
     calls = []
     op = pp.HashBucket("h", 1000)
-    original = op._string_ids
-    object.__setattr__(
-        op, "_string_ids", lambda strings: calls.append(strings) or original(strings)
+    original = _base.fingerprint64
+    monkeypatch.setattr(
+        _base, "fingerprint64", lambda strings: calls.append(strings) or original(strings)
     )
     # from TF 2.15.1: a -> 939, hello -> 296 (Fingerprint64 % 1000)
     assert _ids(op, {"h": np.array(["a", "hello", "a"])}) == [[939], [296], [939]]
@@ -550,3 +552,34 @@ def test_transforms_of_row_by_row_ops_may_run_over_whole_datasets():
         key: str
 
     assert not pp.InputTransform({"c": Custom("c")}).row_wise
+
+
+def test_a_batch_converts_and_hashes_a_shared_key_once(monkeypatch):
+    # A vocabulary, a hash bucket and two crosses of the same two string features: each
+    # feature is decoded once and fingerprinted once per batch (the ops' shared cache), and
+    # the ids equal each op computed alone.
+    from estimator.preprocessing import _base
+
+    decoded, hashed = [], []
+    original_decoded, original_fingerprint = _base._decoded, _base.fingerprint64
+    monkeypatch.setattr(_base, "_decoded", lambda x, *a: decoded.append(x.size) or
+                        original_decoded(x, *a))  # fmt: skip
+    monkeypatch.setattr(_base, "fingerprint64", lambda v: hashed.append(len(v)) or
+                        original_fingerprint(v))  # fmt: skip
+    ops = {
+        "vocab": pp.VocabularyList("a", ("x", "y")),
+        "bucket": pp.HashBucket("b", 100),
+        "cross": pp.Cross(("a", "b"), 1000),
+        "cross3": pp.Cross(("a", "b", pp.HashBucket("b", 7)), 1000),
+    }
+    features = {
+        "a": np.array([[b"x"], [b"z"], [b"y"]], dtype=object),
+        "b": np.array([[b"p"], [b"q"], [b""]], dtype=object),
+    }
+    transform = pp.InputTransform(list(ops.items()))
+    together = transform.apply(features)[0]
+    # Once each (op by op: "a" decoded by the vocabulary and the crosses, "b" by the two
+    # buckets and the crosses, 5 decodes; "b" fingerprinted by both buckets and the crosses).
+    assert decoded == [3, 3] and hashed == [3, 3]
+    for name, op in ops.items():
+        assert together[name + "/ids"].tolist() == op.apply(features).ids.tolist()

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from estimator.preprocessing._fingerprint import fingerprint64
 from estimator.preprocessing._specs import STRING, FixedLenFeature, VarLenFeature, _as_list
 
 _MAX_ID = 2**31 - 1  # ids are int32 on the device
@@ -36,14 +37,23 @@ def _batch_size(features: Mapping, who: str) -> int:
     )
 
 
-def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarray, str]:
+def _categorical_input(
+    features: Mapping, key: str, who: str, cache: dict | None = None
+) -> tuple[np.ndarray, str]:
     """The raw feature as ``[batch_size, k]`` and its kind, ``"string"`` or ``"int"``.
 
     Strings come back as an array of ``str`` (dtype ``U``, or ``object`` holding ``str``;
     bytes decoded as UTF-8), integers as ``int64``. The common inputs (``U`` arrays, object
     arrays of ``str``, integer arrays) are checked with whole-array operations, without a
-    Python step per element.
+    Python step per element. With the batch's op ``cache``, a key read by several ops (a
+    vocabulary and the crosses of the same feature) is converted once; callers do not
+    modify the result.
     """
+    if cache is not None:
+        memo = ("_categorical_input", key)
+        if memo not in cache:
+            cache[memo] = _categorical_input(features, key, who)
+        return cache[memo]
     x = _require(features, key, who)
     if all(hasattr(x, a) for a in ("indices", "values", "dense_shape")):
         x = _densified(x, key, who)
@@ -80,6 +90,16 @@ def _categorical_input(features: Mapping, key: str, who: str) -> tuple[np.ndarra
         "categorical feature). Convert it in input_fn, e.g. x.astype(np.int64) for integral "
         "floats or x.astype(str)."
     )
+
+
+def string_fingerprints(x: np.ndarray, key: str, cache: dict) -> np.ndarray:
+    """``Fingerprint64`` (uint64, ``x``'s shape) of the strings ``x`` of raw feature ``key``
+    (from :func:`_categorical_input`), computed once per batch for the ops that hash them
+    (a hash bucket and the crosses of the same feature)."""
+    memo = ("string_fingerprints", key)
+    if memo not in cache:
+        cache[memo] = fingerprint64(x.ravel().tolist()).reshape(x.shape)
+    return cache[memo]
 
 
 def _densified(sparse, key: str, who: str) -> np.ndarray:

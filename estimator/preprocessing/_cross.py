@@ -16,8 +16,9 @@ from estimator.preprocessing._base import (
     _require,
     op_from_config,
     register_op,
+    string_fingerprints,
 )
-from estimator.preprocessing._fingerprint import fingerprint64, fingerprint_cat64
+from estimator.preprocessing._fingerprint import fingerprint_cat64
 from estimator.preprocessing._specs import VarLenFeature, _merge_specs, dtype_name
 
 #: ``hash_key`` TF's ``sparse_cross_hashed`` uses when none is given (``crossed_column``).
@@ -76,11 +77,11 @@ class Cross(Op):
             x = np.trunc(x.reshape(x.shape[0], -1)).astype(np.int64)
             cache[memo] = (x.view(np.uint64), np.ones(x.shape, bool))
         if memo not in cache:
-            x, kind = _categorical_input(features, key, self.describe())
+            x, kind = _categorical_input(features, key, self.describe(), cache)
             if kind == "int":
                 cache[memo] = (x.view(np.uint64), x != -1)
             else:
-                cache[memo] = (fingerprint64(x.ravel().tolist()).reshape(x.shape), x != "")
+                cache[memo] = (string_fingerprints(x, key, cache), x != "")
         return cache[memo]
 
     def _compute(self, features, cache) -> CategoricalIds:

@@ -16,6 +16,7 @@ from estimator.preprocessing._base import (
     _check_buckets,
     _check_kind,
     register_op,
+    string_fingerprints,
 )
 from estimator.preprocessing._fingerprint import fingerprint64
 from estimator.preprocessing._specs import STRING, VarLenFeature, _as_tuple, dtype_name
@@ -57,7 +58,7 @@ class _VocabularyLookup(Op):
 
     def _compute(self, features, cache) -> CategoricalIds:
         who = self.describe()
-        x, kind = _categorical_input(features, self.key, who)
+        x, kind = _categorical_input(features, self.key, who, cache)
         _check_kind(self.dtype, kind, x, self.key, who)
         if kind == STRING:
             strings = x.ravel().tolist()
@@ -205,12 +206,13 @@ class HashBucket(Op):
 
     def _compute(self, features, cache) -> CategoricalIds:
         who = self.describe()
-        x, kind = _categorical_input(features, self.key, who)
+        x, kind = _categorical_input(features, self.key, who, cache)
         _check_kind(self.dtype, kind, x, self.key, who)
         if kind == STRING:
-            ids = self._string_ids(x.ravel().tolist())
-            ids[(x == "").ravel()] = -1
-            return CategoricalIds(ids.reshape(x.shape).astype(np.int32), None)
+            ids = string_fingerprints(x, self.key, cache) % np.uint64(self.hash_bucket_size)
+            ids = ids.astype(np.int64)
+            ids[x == ""] = -1
+            return CategoricalIds(ids.astype(np.int32), None)
         uniq, inverse = np.unique(x, return_inverse=True)
         ids = self._string_ids([str(k) for k in uniq.tolist()])  # decimal strings, as TF
         ids[uniq == -1] = -1
@@ -247,7 +249,7 @@ class Identity(Op):
 
     def _compute(self, features, cache) -> CategoricalIds:
         who = self.describe()
-        x, kind = _categorical_input(features, self.key, who)
+        x, kind = _categorical_input(features, self.key, who, cache)
         if kind != "int":
             raise ValueError(
                 f"Invalid input, not integer. key: {self.key} dtype: {x.dtype} ({who}). Pass "
