@@ -252,3 +252,29 @@ def test_paths_and_reader_argument_errors(tmp_path):
     tfrecord.write_records(tmp_path / "a.tfrecord", [b"x"])
     with pytest.raises(ValueError, match="cycle_length and block_length must be >= 1; got 0, 1"):
         list(tfrecord.read_records(str(tmp_path / "a.tfrecord"), cycle_length=0))
+
+
+@pytest.mark.slow  # a subprocess that compiles the reader afresh
+def test_reading_works_where_numba_cannot_cache(tmp_path):
+    # A read-only installation with no writable home (some containers): numba finds no
+    # place for its cache. The reader must still import and read (compiling in the
+    # process), and say how to keep the compiled code.
+    import subprocess
+    import sys
+
+    path = tmp_path / "data.tfrecord"
+    tfrecord.write_records(path, _records(30))
+    script = (
+        "import numba.core.caching as c\n"
+        "c.CacheImpl._locator_classes = []\n"  # no cache location, as described above
+        "from estimator.io import tfrecord\n"
+        f"print(len(list(tfrecord.read_records({str(path)!r}))))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["30"]
+    assert "numba cannot cache the TFRecord reader's compiled code" in done.stderr
+    assert "Set NUMBA_CACHE_DIR to a writable folder" in done.stderr

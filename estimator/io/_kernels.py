@@ -3,7 +3,7 @@ format of ``tf.Example``s, and the shuffle buffer's draws.
 
 numba compiles them (``nogil``: they run beside the training step in the input pipeline's
 threads without holding Python's lock; ``cache``: compiled once per installation, ~10 s,
-then loaded in ~0.5 s). Each takes NumPy arrays over a buffer of bytes and returns arrays,
+then loaded in ~0.5 s; where numba has nowhere to keep the cache, once per process). Each takes NumPy arrays over a buffer of bytes and returns arrays,
 so a record costs no Python operation:
 
 * :func:`frames` cuts a buffer of TFRecord frames (``estimator.io.tfrecord``);
@@ -25,6 +25,8 @@ field 1; ``Features.feature`` = field 1, map entries of key (field 1) and ``Feat
 
 from __future__ import annotations
 
+import logging
+
 import numba
 import numpy as np
 
@@ -33,8 +35,34 @@ _LEN = 0x0A  # field 1, length-delimited: every field this reader follows but tw
 _FEATURE = 0x12  # a map entry's field 2
 _FLOAT_LIST, _INT64_LIST = 0x12, 0x1A  # Feature's fields 2 and 3 (field 1 is _LEN)
 
-_jit = numba.njit(nogil=True, cache=True)
-_inline = numba.njit(nogil=True, cache=True, inline="always")
+logger = logging.getLogger("estimator")
+
+
+def _probe() -> int:
+    return 0
+
+
+def _can_cache() -> bool:
+    """Whether numba has somewhere to keep this file's compiled code (a writable
+    ``__pycache__`` beside it, its per-user cache, or ``NUMBA_CACHE_DIR``). Without one,
+    ``cache=True`` would make this module fail to import (a read-only installation with
+    no writable home, as some containers have); it compiles in each process instead."""
+    try:
+        numba.njit(cache=True)(_probe)  # decorating looks for a cache location
+    except RuntimeError as err:
+        logger.warning(
+            "numba cannot cache the TFRecord reader's compiled code (%s): every process "
+            "will compile it (~10 s at its first read). Set NUMBA_CACHE_DIR to a writable "
+            "folder to keep it.",
+            err,
+        )
+        return False
+    return True
+
+
+_CACHE = _can_cache()
+_jit = numba.njit(nogil=True, cache=_CACHE)
+_inline = numba.njit(nogil=True, cache=_CACHE, inline="always")
 
 
 @_inline
