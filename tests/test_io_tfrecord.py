@@ -278,3 +278,23 @@ def test_reading_works_where_numba_cannot_cache(tmp_path):
     assert done.stdout.split() == ["30"]
     assert "numba cannot cache the TFRecord reader's compiled code" in done.stderr
     assert "Set NUMBA_CACHE_DIR to a writable folder" in done.stderr
+
+
+def test_warming_compiles_what_reading_and_parsing_use(tmp_path):
+    # warm() must compile each loop for the argument types real reads and parses pass
+    # (read-only buffers of bytes included): after it, they add no second specialization.
+    import numpy as np
+
+    from estimator import io
+    from estimator.inputs_tfrecord import _ShuffleBuffer
+    from estimator.io import _kernels
+
+    _kernels.warm()
+    path = tmp_path / "w.tfrecord"
+    columns = {"s": np.array(["a", "bc"], object), "x": np.arange(2.0, dtype=np.float32)}
+    io.write_examples(str(path), columns, compression_type="")
+    records = list(tfrecord.read_records(str(path)))
+    io.parse_example(records, {"s": io.FixedLenFeature([], str), "x": io.VarLenFeature(np.float32)})
+    _ShuffleBuffer(1, np.random.default_rng(0)).add(records)
+    loops = [_kernels.frames, _kernels.scan, _kernels.gather, _kernels.padded]
+    assert [len(f.signatures) for f in [*loops, _kernels.shuffle_draws]] == [1] * 5

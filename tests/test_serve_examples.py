@@ -152,3 +152,14 @@ def test_rest_predict_takes_b64_examples_named_and_unnamed(export_dir):
         assert bad.status_code == 400 and "Could not parse example input" in bad.text
     finally:
         watcher.close()
+
+
+def test_loading_a_parsing_model_warms_the_parser(export_dir, monkeypatch):
+    # The tf.Example parser's compiled loops load when the server loads the model, not on
+    # the first request that sends examples; a model without a parsing receiver does not.
+    from estimator.io import _kernels
+
+    warmed = []
+    monkeypatch.setattr(_kernels, "warm", lambda: warmed.append(True))
+    watcher = ModelWatcher("m", os.path.dirname(export_dir), poll_seconds=0)
+    assert watcher.version is not None and warmed == [True]

@@ -3,8 +3,9 @@ format of ``tf.Example``s, and the shuffle buffer's draws.
 
 numba compiles them (``nogil``: they run beside the training step in the input pipeline's
 threads without holding Python's lock; ``cache``: compiled once per installation, ~10 s,
-then loaded in ~0.5 s; where numba has nowhere to keep the cache, once per process). Each takes NumPy arrays over a buffer of bytes and returns arrays,
-so a record costs no Python operation:
+then loaded in ~0.5 s; where numba has nowhere to keep the cache, once per process). Each
+takes NumPy arrays over a buffer of bytes and returns arrays, so a record costs no Python
+operation:
 
 * :func:`frames` cuts a buffer of TFRecord frames (``estimator.io.tfrecord``);
 * :func:`scan` walks every record (``Example`` → ``Features`` → map entries → ``Feature``
@@ -347,3 +348,17 @@ def shuffle_draws(slots, first, draws):
         out[i] = slots[j]
         slots[j] = first + i
     return out
+
+
+def warm() -> None:
+    """Loads (or, on a fresh installation, compiles) every loop now, with the argument types
+    the reader and parser use, so that the first read or parse does not wait for it
+    (``python -m estimator.serve`` calls this when it loads a model that takes
+    ``tf.Example``s)."""
+    data = np.frombuffer(bytes(16), np.uint8)  # read-only, as buffers of bytes are
+    none = np.zeros(0, np.int64)
+    frames(data)
+    found = scan(data, none, none, data[:1], np.zeros(1, np.int64), np.ones(1, np.int64))
+    gather(data, *found)
+    padded(data, none, none, 1)
+    shuffle_draws(np.arange(1), 1, none)

@@ -87,6 +87,11 @@ class ModelWatcher:
         newest = versions[-1]
         try:
             model = export.load(fs.join(self.base_path, str(newest)))
+            if any(s.accepts_examples for s in model.signatures.values()):
+                # The tf.Example parser's compiled loops: ~1 s to load, not on a request.
+                from estimator.io import _kernels
+
+                _kernels.warm()
         except Exception:  # a broken version must not take the served one down
             _LOG.exception("Could not load version %s of %s", newest, self.name)
             return
