@@ -77,5 +77,6 @@ class TFRecordOptions:
         return _compression(options)
 
 
-def _mask(crc: int) -> int:
+def _mask(crc):
+    """TF's mask of a CRC32C: an int, or a uint64 array of them elementwise."""
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF

@@ -42,11 +42,11 @@ from estimator.io._framing import _CHUNK as _CHUNK
 from estimator.io._framing import _CRC as _CRC
 from estimator.io._framing import _HEADER as _HEADER
 from estimator.io._framing import _LENGTH as _LENGTH
-from estimator.io._framing import _MASK_DELTA as _MASK_DELTA
 from estimator.io._framing import COMPRESSION_TYPES as COMPRESSION_TYPES
 from estimator.io._framing import CorruptRecordError as CorruptRecordError
 from estimator.io._framing import TFRecordOptions as TFRecordOptions
 from estimator.io._framing import _compression as _compression
+from estimator.io._framing import _mask
 from estimator.io._framing import masked_crc32c as masked_crc32c
 from estimator.io._writer import TFRecordWriter as TFRecordWriter
 from estimator.io._writer import write_records as write_records
@@ -181,19 +181,13 @@ def _record_chunks(path: str, compression: str) -> Iterator[list[bytes]]:
         ) from None
 
 
-def _masked(crcs: np.ndarray) -> np.ndarray:
-    """TF's mask of CRC32Cs (``_framing.masked_crc32c``), over an array."""
-    crcs = crcs.astype(np.uint64)
-    return (((crcs >> 15) | (crcs << 17)) + _MASK_DELTA) & 0xFFFFFFFF
-
-
 def _checked(buf: bytes, starts, lengths, length_crcs, data_crcs):
     """The records of the frames at ``starts`` up to the first whose CRCs do not match, and
     that frame's index (None when all match)."""
     distinct, which = np.unique(lengths, return_inverse=True)
-    expected = _masked(np.array([crc32c.crc32c(_LENGTH.pack(n)) for n in distinct.tolist()]))
+    expected = np.array([masked_crc32c(_LENGTH.pack(n)) for n in distinct.tolist()], np.uint64)
     records = [buf[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
-    computed = _masked(np.fromiter(map(crc32c.crc32c, records), np.uint64, len(records)))
+    computed = _mask(np.fromiter(map(crc32c.crc32c, records), np.uint64, len(records)))
     bad = np.flatnonzero((expected[which] != length_crcs) | (computed != data_crcs))
     if not len(bad):
         return records, None
