@@ -8,7 +8,8 @@ The script writes adult.data with all its columns (numbers as ``float_list``, st
 * **parse**: examples/s of reading and parsing every column, best of ``--passes`` passes,
   batches of ``--parse-batch``: ours as ``est.inputs.tfrecord_input_fn`` yields them
   (reading, decompression, CRC checks and parsing in its background threads), and the
-  same work on the calling thread alone (``read_records`` + ``parse_example``); TF's
+  same work on the calling thread alone (``read_records`` + ``parse_example``), and split
+  into reading and parsing per record; TF's
   ``TFRecordDataset`` → ``batch`` → ``map(tf.io.parse_example, AUTOTUNE)`` → ``prefetch``.
 * **train**: the canned ``LinearClassifier`` (the tutorial's wide columns) and
   ``DNNLinearCombinedClassifier`` (wide + deep columns), ``--epochs`` epochs at batch
@@ -18,6 +19,9 @@ The script writes adult.data with all its columns (numbers as ``float_list``, st
   comparison; TF's Estimator fed ``TFRecordDataset`` → ``shuffle(10000)`` → ``repeat`` →
   ``batch`` → ``map(parse_example)`` → ``prefetch`` (its recommended way): end to end, and
   steady (its steps after the 100th, timed by a hook).
+
+It also times the reader's compiled loops (numba) in fresh processes: compiled with an
+empty cache, then loaded from it.
 
 With ``--tf-python`` (a Python with tensorflow 2.15 + tensorflow-estimator 2.15) TF's side
 runs in a subprocess (``benchmarks/_tf_tfrecord.py``) and the ratios are printed.
@@ -32,6 +36,7 @@ import json
 import logging
 import os
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -98,12 +103,60 @@ def bench_parse(args, census, path: str) -> None:
     print(f"\nparse all {len(spec)} columns, batch {args.parse_batch}, best of {args.passes}:")
     print(f"  ours tfrecord_input_fn      {max(threaded):10,.0f} examples/s")
     print(f"  ours on the calling thread  {max(alone):10,.0f} examples/s")
+    read_us, parse_us = _stages(args, path, spec)
+    print(f"  per record on one thread: read (GZIP, frames, CRCs) {read_us:.2f} µs, parse "
+          f"{parse_us:.2f} µs")  # fmt: skip
     theirs = _tf(args, "parse", path, args.parse_batch, args.passes)
     if theirs is not None:
         tf_rate = theirs["parse_examples_per_s"]
         print(f"  TF 2.15 tf.data             {tf_rate:10,.0f} examples/s")
         print(f"  ratio ours / TF: {max(threaded) / tf_rate:.2f} (calling thread alone "
               f"{max(alone) / tf_rate:.2f})")  # fmt: skip
+
+
+def _stages(args, path: str, spec: dict) -> tuple[float, float]:
+    """µs per record of reading alone and of parsing alone (``parse_example`` on batches of
+    ``--parse-batch``), best of ``--passes``, on the calling thread."""
+    read, parse = [], []
+    for _ in range(args.passes):
+        start = time.perf_counter()
+        records = list(est.io.read_records(path, "GZIP"))
+        read.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for lo in range(0, len(records), args.parse_batch):
+            est.io.parse_example(records[lo : lo + args.parse_batch], spec)
+        parse.append(time.perf_counter() - start)
+    return min(read) / len(records) * 1e6, min(parse) / len(records) * 1e6
+
+
+_COMPILE = """
+import time
+import estimator
+t = time.perf_counter()
+from estimator.io import _kernels
+imported = time.perf_counter() - t
+_kernels.warm()
+print(imported, time.perf_counter() - t - imported)
+"""
+
+
+def bench_compile() -> None:
+    """The TFRecord reader's compiled loops: compiled in a fresh process with an empty
+    numba cache, then loaded from that cache in another."""
+    cache = tempfile.mkdtemp(prefix="bench_numba_cache_")
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+    print("\nthe reader's compiled loops (numba), each in a fresh process:")
+    for what in ("compile (empty cache)", "load (cache filled)"):
+        out = subprocess.run(
+            [sys.executable, "-c", _COMPILE],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        print(f"  {what:22s} import numba and the module {float(out[0]):.2f} s, "
+              f"all loops {float(out[1]):.2f} s")  # fmt: skip
 
 
 def _model(census, kind: str, stats: dict):
@@ -189,6 +242,7 @@ def main() -> None:
         f"jax {jax.__version__}, backend {jax.default_backend()}; wrote {len(labels)} examples "
         f"({os.path.getsize(path) / 1e6:.1f} MB GZIP) in {time.perf_counter() - start:.1f} s"
     )
+    bench_compile()
     bench_parse(args, census, path)
     kinds = {"all": ["linear", "wide_deep"], "none": []}.get(args.model, [args.model])
     for kind in kinds:
