@@ -583,3 +583,29 @@ def test_a_batch_converts_and_hashes_a_shared_key_once(monkeypatch):
     assert decoded == [3, 3] and hashed == [3, 3]
     for name, op in ops.items():
         assert together[name + "/ids"].tolist() == op.apply(features).ids.tolist()
+
+
+def test_a_non_utf8_value_is_named_by_its_place_in_the_batch():
+    # Through an op (a batch decoded at once): the message gives the value's index in the
+    # batch.
+    x = np.array([[b"ok"], [b"ok"], [b"\xffbad"]], dtype=object)
+    with pytest.raises(ValueError, match=r"\(b'\\xffbad' at flat index 2\)"):
+        pp.VocabularyList("k", ("ok",)).apply({"k": x})
+
+
+def test_sparse_input_in_any_order_is_densified_by_its_indices():
+    # parse_example's VarLenFeature gives one value per row in row-major order; the same
+    # cells in another order (a tf.SparseTensor value built by hand), two values per row
+    # and a row without a value are all placed by their indices.
+    from estimator.io import SparseValue
+
+    op = pp.VocabularyList("k", ("a", "b", "c"))
+    values = np.array([b"a", b"b", b"c", b"a"], dtype=object)
+    in_order = SparseValue(np.array([[0, 0], [1, 0], [2, 0], [3, 0]]), values, np.array([4, 1]))
+    assert _ids(op, {"k": in_order}) == [[0], [1], [2], [0]]
+    reverse = SparseValue(in_order.indices[::-1], values[::-1], np.array([4, 1]))
+    assert _ids(op, {"k": reverse}) == [[0], [1], [2], [0]]
+    two_per_row = SparseValue(np.array([[0, 1], [0, 0], [1, 0], [1, 1]]), values, np.array([2, 2]))
+    assert _ids(op, {"k": two_per_row}) == [[1, 0], [2, 0]]
+    missing_row = SparseValue(np.array([[0, 0], [2, 0], [3, 0]]), values[:3], np.array([4, 1]))
+    assert _ids(op, {"k": missing_row}) == [[0], [-1], [1], [2]]
