@@ -48,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="merged calls run at once with --enable_batching (default: the CPU count)",
     )
+    parser.add_argument(
+        "--tensorflow_inter_op_parallelism",
+        type=int,
+        default=0,
+        help="signature calls run at once without batching, REST and gRPC together; the "
+        "others wait in arrival order (0: the CPU count). TF Serving's flag sizes the "
+        "thread pool that runs independent graph operations; here a call is one compiled "
+        "program, so the flag bounds the calls",
+    )
     return parser
 
 
@@ -88,6 +97,7 @@ async def _serve(args, watchers: dict[str, ModelWatcher]) -> None:
         args.max_batch_size if args.enable_batching else None,
         args.batch_timeout_micros,
         args.num_batch_threads,
+        args.tensorflow_inter_op_parallelism or None,
     )
     server = await start_server(
         Servicer(watchers, run), args.host, args.port, args.max_request_bytes
@@ -132,6 +142,11 @@ def main(argv=None) -> None:
     """
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.tensorflow_inter_op_parallelism < 0:
+        parser.error(
+            f"--tensorflow_inter_op_parallelism must be 0 (the CPU count) or more, got "
+            f"{args.tensorflow_inter_op_parallelism}."
+        )
     watchers = _watchers(args, parser)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
