@@ -1,8 +1,15 @@
 """Test-suite set-up: four virtual CPU devices, so sharded code paths run on one machine."""
 
 import os
+import sys
+import types
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+# TensorBoard's event reader (EventAccumulator, used by tests that check event files) imports
+# TensorFlow when it is installed, 7-9 s per test process; TensorBoard's own TF stub reads
+# event files as well. An importable ``tensorboard.compat.notf`` is TensorBoard's switch to
+# the stub (its ``no_tensorflow`` build target).
+sys.modules.setdefault("tensorboard.compat.notf", types.ModuleType("tensorboard.compat.notf"))
 
 
 import pytest  # noqa: E402  (after XLA_FLAGS: jax must read them when it loads)

@@ -19,6 +19,10 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("NOTEBOOK_WORK_DIR", str(tmp_path))
     notebook = nbformat.read(path, as_version=4)
+    # As in conftest.py: TensorBoard's event reader takes its own TF stub rather than
+    # importing TensorFlow (installed for other tests) in every kernel that reads events.
+    notf = "import sys, types\nsys.modules['tensorboard.compat.notf'] = types.ModuleType('notf')"
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(notf))
     # Run from the repository root: notebooks read ../shared/data like the examples do.
     NotebookClient(
         notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": ROOT}}
