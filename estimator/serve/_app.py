@@ -188,9 +188,10 @@ def runner(
     Without batching at most ``num_threads`` calls run at once (default: the CPU count;
     ``--tensorflow_inter_op_parallelism``); the others wait in arrival order. A call holds
     Python's lock for its host work and the CPU for the model, so more calls at once only
-    share the same cores out of order: with 40 at once (a thread pool's usual size), 64
-    clients on 2 cores got 0.34× the in-process call rate and a p99 of 4.4× the mean
-    latency, against 0.53× and 1.3× with 2 (``benchmarks/serving_load.py``).
+    share the same cores out of order: with up to 40 at once (Starlette's thread pool), REST
+    at 64 clients on 2 cores served 381-418 requests/s with a p99 of 3.7-4.4x the mean
+    latency, against 532-587 and 1.2-1.3x with 2 (``benchmarks/serving_load.py``, the
+    README's "Load").
     """
     batcher = (
         None
