@@ -28,7 +28,7 @@ class _SlowSignature:
             self.active += 1
             self.peak = max(self.peak, self.active)
             self.starts.append(i)
-        time.sleep(0.1)
+        time.sleep(0.2)  # long beside thread start-up, so the order is the limiter's
         with self.lock:
             self.active -= 1
         return {"i": i}
