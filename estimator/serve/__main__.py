@@ -97,7 +97,7 @@ async def _serve(args, watchers: dict[str, ModelWatcher]) -> None:
         args.max_batch_size if args.enable_batching else None,
         args.batch_timeout_micros,
         args.num_batch_threads,
-        args.tensorflow_inter_op_parallelism or None,
+        args.tensorflow_inter_op_parallelism,
     )
     server = await start_server(
         Servicer(watchers, run), args.host, args.port, args.max_request_bytes

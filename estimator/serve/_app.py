@@ -185,7 +185,7 @@ def runner(
     REST and gRPC APIs, so their concurrent requests merge into, or queue for, the same
     calls). Bad input raises :class:`ServingError` (400).
 
-    Without batching at most ``num_threads`` calls run at once (default: the CPU count;
+    Without batching at most ``num_threads`` calls run at once (None or 0: the CPU count;
     ``--tensorflow_inter_op_parallelism``); the others wait in arrival order. A call holds
     Python's lock for its host work and the CPU for the model, so more calls at once only
     share the same cores out of order: with up to 40 at once (Starlette's thread pool), REST
