@@ -9,12 +9,22 @@ one process per accelerator); ``PORTS`` has one port per process of the training
 ``INDEX`` of 2). ``--train-and-evaluate`` runs ``train_and_evaluate`` instead
 (``TASK_TYPE`` may then be ``evaluator``, a task outside the training job). Prints one
 JSON line: the process's weights and evaluation.
+
+``main(argv)`` runs the same job in a process that imported this module first (the tests
+fork their processes from a server that has imported it: see ``tests/test_multihost.py``).
 """
 
 import argparse
 import json
 import os
 import sys
+
+import jax  # its backend starts, reading XLA_FLAGS, only when main() first uses it
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import estimator as est
 
 parser = argparse.ArgumentParser()
 args = None
@@ -41,23 +51,6 @@ parser.add_argument(
     action="store_true",
     help="evaluate in training every 3 steps (uneven shards), training metrics every 3 steps",
 )
-if __name__ == "__main__":  # set up the process before JAX starts (the tests import this)
-    args = parser.parse_args()
-    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
-if args is not None and args.task_type not in ("single", "own"):
-    ports = args.ports.split(",")
-    cluster = {"chief": [f"localhost:{ports[0]}"], "worker": [f"localhost:{p}" for p in ports[1:]]}
-    if args.train_and_evaluate:
-        cluster["evaluator"] = ["localhost:1"]  # outside the training job: never contacted
-    task = {"type": args.task_type, "index": args.index}
-    os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": task})
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-import optax  # noqa: E402
-
-import estimator as est  # noqa: E402
 
 GLOBAL_BATCH = 12  # splits evenly over 1, 2, 3 and 4 devices, and 1 to 3 processes
 RNG = np.random.default_rng(0)
@@ -144,7 +137,29 @@ def train_with_live_evaluation(e):
     return {"live": live, "validation": validation, "train_metrics": reports}
 
 
-def main():
+def configure(argv: list[str]) -> None:
+    """Reads the arguments and sets the process up, before JAX's backend starts: the device
+    count and, for a task of a cluster, ``TF_CONFIG``."""
+    global args
+    args = parser.parse_args(argv)
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
+    os.environ.pop("TF_CONFIG", None)
+    if args.task_type not in ("single", "own"):
+        ports = args.ports.split(",")
+        cluster = {
+            "chief": [f"localhost:{ports[0]}"],
+            "worker": [f"localhost:{p}" for p in ports[1:]],
+        }
+        if args.train_and_evaluate:
+            cluster["evaluator"] = ["localhost:1"]  # outside the training job: never contacted
+        task = {"type": args.task_type, "index": args.index}
+        os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": task})
+
+
+def main(argv: list[str]) -> None:
+    """The process's job: ``argv`` as the command line's arguments (see the module
+    docstring); ends the process (``sys.exit``)."""
+    configure(argv)
     if args.task_type == "own":  # a job the user starts: jax.distributed, no TF_CONFIG
         port = args.ports.split(",")[0]
         jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=args.index)
@@ -214,4 +229,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

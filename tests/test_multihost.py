@@ -1,15 +1,23 @@
 """Several processes (``estimator.distribute``): TF_CONFIG clusters on ``jax.distributed``.
 
-The multi-process tests launch ``tests/multihost_job.py`` as localhost subprocesses, each
-with a timeout, so a hang fails the test instead of stalling the suite."""
+The multi-process tests run ``tests/multihost_job.py``'s job in localhost processes, each
+with a timeout, so a hang fails the test instead of stalling the suite. The processes are
+forked from a server that has imported the job's module (and with it JAX and this package,
+but started no JAX backend: each process starts its own, with its own device count), so
+that each of the ~45 processes of this file starts in a tenth of a second rather than the
+2-3 s an interpreter takes to import them. One test runs its job as fresh interpreters
+(``python multihost_job.py ...``), the way a cluster starts its processes."""
 
+import atexit
 import json
+import multiprocessing
 import os
 import pathlib
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import jax
@@ -141,14 +149,85 @@ def _free_ports(n):
     return ",".join(map(str, ports))
 
 
-def _launch(model_dir, task_type, index, ports, *extra, env=None):
-    return subprocess.Popen(
-        [sys.executable, str(JOB), str(model_dir), task_type, str(index), ports, *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
+_FORKSERVER = multiprocessing.get_context("forkserver")
+_FORKSERVER.set_forkserver_preload(["multihost_job", "tensorboardX", "estimator.export"])
+
+
+def _run_job(argv: list, env: dict, out: str, err: str) -> None:
+    """A forked process: the environment and output files a fresh interpreter would get
+    from ``_launch``, the job, and its end as an interpreter's: an uncaught exception's
+    traceback, then the ``atexit`` functions (JAX's ``jax.distributed`` shutdown among
+    them, which a forked process would skip), then the exit status."""
+    os.environ.clear()
+    os.environ.update(env)
+    for fd, path in ((1, out), (2, err)):
+        opened = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.dup2(opened, fd)
+        os.close(opened)
+    import multihost_job
+
+    try:
+        multihost_job.main(argv)
+        status = 0
+    except SystemExit as exit_:
+        status = exit_.code
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    sys.exit(status)
+
+
+class _Forked:
+    """A job's process forked from the server, with the part of ``subprocess.Popen``'s
+    interface the tests use (text output, read when it has ended)."""
+
+    def __init__(self, argv: list, env: dict, scratch: pathlib.Path) -> None:
+        scratch.mkdir(parents=True, exist_ok=True)
+        self._paths = [tempfile.mkstemp(suffix=s, dir=scratch)[1] for s in (".out", ".err")]
+        self._process = _FORKSERVER.Process(target=_run_job, args=(argv, env, *self._paths))
+        self._process.start()
+        self._output = None
+
+    @property
+    def returncode(self):
+        return self._process.exitcode
+
+    def poll(self):
+        return self._process.exitcode
+
+    def send_signal(self, sig: int) -> None:
+        os.kill(self._process.pid, sig)
+
+    def kill(self) -> None:
+        self._process.kill()
+        self._process.join()
+
+    def communicate(self, timeout=None) -> tuple[str, str]:
+        self._process.join(timeout)
+        if self._process.exitcode is None:
+            raise subprocess.TimeoutExpired("multihost_job", timeout)
+        if self._output is None:
+            self._output = tuple(pathlib.Path(p).read_text(errors="replace") for p in self._paths)
+        return self._output
+
+
+def _launch(model_dir, task_type, index, ports, *extra, env=None, fresh=False):
+    """A process of the job (``multihost_job.py``'s arguments), forked from the server, or
+    with ``fresh`` a new interpreter."""
+    argv = [str(model_dir), task_type, str(index), ports, *extra]
+    env = {**os.environ, **(env or {})}
+    if fresh:
+        return subprocess.Popen(
+            [sys.executable, str(JOB), *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+    return _Forked(argv, env, pathlib.Path(model_dir).parent / "output")
 
 
 def _result(process, timeout=180):
@@ -162,16 +241,17 @@ def _result(process, timeout=180):
     return json.loads(line[len("RESULT ") :])
 
 
-def _job(model_dir, *extra, own=False, processes=2, devices=2):
+def _job(model_dir, *extra, own=False, processes=2, devices=2, fresh=False):
     """A chief and ``processes - 1`` workers (TF_CONFIG), each with ``devices`` devices,
     or with ``own`` two processes of a job the program starts itself
-    (``jax.distributed.initialize``, no TF_CONFIG). Returns their results, chief first."""
+    (``jax.distributed.initialize``, no TF_CONFIG); ``fresh``: as new interpreters. Returns
+    their results, chief first."""
     ports = _free_ports(processes)
     extra = (*extra, "--devices", str(devices))
-    launched = [_launch(model_dir, "own" if own else "chief", 0, ports, *extra)]
+    launched = [_launch(model_dir, "own" if own else "chief", 0, ports, *extra, fresh=fresh)]
     for index in range(processes - 1):
-        task_index = index + 1 if own else index
-        launched.append(_launch(model_dir, "own" if own else "worker", task_index, ports, *extra))
+        task = ("own", index + 1) if own else ("worker", index)
+        launched.append(_launch(model_dir, *task, ports, *extra, fresh=fresh))
     return [_result(p) for p in launched]
 
 
@@ -208,9 +288,11 @@ def test_cluster_shapes_train_as_one_process(tmp_path, single, processes, device
     """A chief and workers (TF_CONFIG) with one device each — one process per accelerator,
     the most common cluster shape, which crashed in orbax at the first save — or several:
     every process ends with the weights of one process reading the same global batches,
-    and the job's checkpoints restore in a single process."""
+    and the job's checkpoints restore in a single process. The 2 x 1 job runs as fresh
+    interpreters, as a cluster starts them."""
     reference = single()
-    runs = _job(tmp_path / "multi", processes=processes, devices=devices)
+    fresh = (processes, devices) == (2, 1)
+    runs = _job(tmp_path / "multi", processes=processes, devices=devices, fresh=fresh)
     assert [(r["process"], r["processes"], r["devices"]) for r in runs] == [
         (i, processes, processes * devices) for i in range(processes)
     ]
