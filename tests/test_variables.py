@@ -6,6 +6,7 @@ required", "Variable q did not get an initializer, ...") were checked with tenso
 ``tf.compat.v1.get_variable`` / ``variable_scope``.
 """
 
+import functools
 import math
 import re
 
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 import estimator as est
+from estimator.model.function import ModelFunction
 from estimator.model.variables import (
     APPLY,
     INIT,
@@ -423,6 +425,46 @@ def test_next_rng_key_same_in_init_and_apply():
     _, key_init = _init(lambda: jax.random.key_data(est.next_rng_key()), seed=5)
     _, key_apply = _apply(lambda: jax.random.key_data(est.next_rng_key()), {}, seed=5)
     np.testing.assert_array_equal(key_init, key_apply)
+
+
+def test_the_base_key_is_made_only_when_used_and_in_model_fns_trace():
+    """The call's key is made at its first use, in the trace model_fn runs in: a model_fn
+    without randomness has no key derivation in its program, and a key first drawn inside
+    a ``lax.scan`` body (then drawn again after it) is the key drawn at the top level."""
+    model = ModelFunction(lambda features, mode: None, None, est.RunConfig(tf_random_seed=7), 0)
+    step = jnp.int32(3)
+
+    def traced(body):
+        def run(step):
+            frame = Frame(APPLY, functools.partial(model.step_key, step), step)
+            with transform_context(frame):
+                return body()
+
+        return run
+
+    no_random = str(jax.make_jaxpr(traced(lambda: est.get_global_step() + 1))(step))
+    assert "threefry" not in no_random and "random_fold_in" not in no_random
+
+    def draws_at_the_top():
+        return [jax.random.key_data(est.next_rng_key()) for _ in range(2)]
+
+    def draws_first_in_a_scan():
+        def body(carry, _):
+            return carry, jax.random.key_data(est.next_rng_key())
+
+        _, first = jax.lax.scan(body, 0, None, length=1)
+        return [first[0], jax.random.key_data(est.next_rng_key())]
+
+    top = jax.jit(traced(draws_at_the_top))(step)
+    scanned = jax.jit(traced(draws_first_in_a_scan))(step)
+    for a, b in zip(top, scanned, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # and as before: the same keys as a base key made before model_fn ran
+    eager = Frame(APPLY, lambda: model.step_key(step), step)
+    with transform_context(eager):
+        expected = draws_at_the_top()
+    for a, b in zip(top, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_get_global_step():

@@ -9,6 +9,7 @@ transform (``estimator.model.variables``) and checks that it returned an
 
 from __future__ import annotations
 
+import functools
 import logging
 import zlib
 from collections.abc import Callable
@@ -173,11 +174,13 @@ class ModelFunction:
             mask = features.pop(MASK_KEY)
         global_step = jnp.asarray(global_step, jnp.int32)
         if variables is None:
-            frame = Frame(INIT, self.init_key(mode, key_data), global_step, rows=rows)
+            frame = Frame(
+                INIT, functools.partial(self.init_key, mode, key_data), global_step, rows=rows
+            )
         else:
             frame = Frame(
                 APPLY,
-                self.step_key(global_step, key_data),
+                functools.partial(self.step_key, global_step, key_data),
                 global_step,
                 trainable=variables["trainable"],
                 non_trainable=dict(variables["non_trainable"]),
