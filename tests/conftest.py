@@ -5,11 +5,22 @@ import sys
 import types
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+# Keras 3 fixes its backend when it is first imported (TensorFlow's, when TensorFlow imports
+# it first); ``estimator.modules.keras`` needs JAX's. Set for every test process before
+# anything imports Keras, so the Keras cases of tests/test_modules*.py run in process.
+os.environ["KERAS_BACKEND"] = "jax"
 # TensorBoard's event reader (EventAccumulator, used by tests that check event files) imports
 # TensorFlow when it is installed, 7-9 s per test process; TensorBoard's own TF stub reads
 # event files as well. An importable ``tensorboard.compat.notf`` is TensorBoard's switch to
 # the stub (its ``no_tensorflow`` build target).
 sys.modules.setdefault("tensorboard.compat.notf", types.ModuleType("tensorboard.compat.notf"))
+# Bytecode caching, on for the suite and its processes even where PYTHONDONTWRITEBYTECODE is
+# set (as in many container images): the suite starts ~60 Python interpreters (servers,
+# notebook kernels, jobs), each compiling this package's source again without a cache
+# (~0.5 s of CPU each), and each pytest process rewrites and compiles the test modules
+# (~8 s). The cache is ``__pycache__`` folders, which git ignores.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 import pytest  # noqa: E402  (after XLA_FLAGS: jax must read them when it loads)

@@ -11,7 +11,7 @@ one process per accelerator); ``PORTS`` has one port per process of the training
 JSON line: the process's weights and evaluation.
 
 ``main(argv)`` runs the same job in a process that imported this module first (the tests
-fork their processes from a server that has imported it: see ``tests/test_multihost.py``).
+fork their processes from a server that has imported it: see ``tests/forkserver.py``).
 """
 
 import argparse

@@ -7,21 +7,20 @@ newest incomplete) or a clear error naming the checkpoint: never a signal, never
 values. 20 cases in the fast tests (issue 35 asks for them there); 200 more with the
 ``slow`` marker.
 
-Each case runs in a process of its own, forked from a server that has imported the package
-(``multiprocessing``'s forkserver, before JAX starts): a fresh process per case at a
-twentieth of a second rather than the seconds an interpreter takes to import JAX. The server
-also imports tensorboardX (which imports boto3 and google-cloud-storage when installed: half
-a second of each case otherwise) and the export package."""
+Each case runs in a process of its own, forked from the suite's server
+(``tests/forkserver.py``, which has imported the package, this module and the model's
+before JAX starts): a fresh process per case at a few hundredths of a second rather than the
+seconds an interpreter takes to import JAX."""
 
 from __future__ import annotations
 
 import concurrent.futures
-import multiprocessing
 import os
 import random
 import shutil
 import traceback
 
+import forkserver
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -175,10 +174,7 @@ def _run(context, case, model_dir: str, scratch: str, expected: dict) -> str | N
 def _fuzz(intact, tmp_path, seed: int, count: int) -> None:
     model_dir, expected = intact
     cases = _cases(seed, count, os.path.join(str(model_dir), "model.ckpt_4"))
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(
-        ["estimator", "test_checkpoint_integrity", "tensorboardX", "estimator.export"]
-    )
+    context = forkserver.context()
 
     def run(item):
         number, case = item

@@ -7,13 +7,10 @@ each library (``tests/modules_zoo.py``), the Estimator trains ``STEPS`` steps th
 same number of steps on the same batches from the parameters the Estimator started from;
 every parameter and every piece of state (batch-norm statistics) then agrees to 1e-6.
 
-The Keras cases run in a fresh process with ``KERAS_BACKEND=jax``
-(``tests/test_modules.py::test_keras_cases_in_a_fresh_process``).
+The Keras cases run on JAX's backend (``tests/conftest.py`` sets ``KERAS_BACKEND=jax``).
 """
 
 from __future__ import annotations
-
-import os
 
 import jax
 import modules_zoo as zoo
@@ -24,9 +21,7 @@ import pytest
 import estimator as est
 
 STEPS = 4
-LIBRARIES = [
-    lib for lib in zoo.LIBRARIES if lib != "keras" or os.environ.get("KERAS_BACKEND") == "jax"
-]
+LIBRARIES = list(zoo.LIBRARIES)
 
 
 class Snapshots(est.SessionRunHook):

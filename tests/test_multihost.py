@@ -2,15 +2,15 @@
 
 The multi-process tests run ``tests/multihost_job.py``'s job in localhost processes, each
 with a timeout, so a hang fails the test instead of stalling the suite. The processes are
-forked from a server that has imported the job's module (and with it JAX and this package,
-but started no JAX backend: each process starts its own, with its own device count), so
-that each of the ~45 processes of this file starts in a tenth of a second rather than the
-2-3 s an interpreter takes to import them. One test runs its job as fresh interpreters
+forked from the suite's server (``tests/forkserver.py``), which has imported the job's
+module and this one (and with them JAX and this package, but started no JAX backend: each
+process starts its own, with its own device count), so that each of the ~45 processes of
+this file starts in a few hundredths of a second rather than the 2-3 s an interpreter takes
+to import them. One test runs its job as fresh interpreters
 (``python multihost_job.py ...``), the way a cluster starts its processes."""
 
 import atexit
 import json
-import multiprocessing
 import os
 import pathlib
 import signal
@@ -20,7 +20,9 @@ import sys
 import tempfile
 import time
 
+import forkserver
 import jax
+import multihost_job
 import numpy as np
 import optax
 import pytest
@@ -149,10 +151,6 @@ def _free_ports(n):
     return ",".join(map(str, ports))
 
 
-_FORKSERVER = multiprocessing.get_context("forkserver")
-_FORKSERVER.set_forkserver_preload(["multihost_job", "tensorboardX", "estimator.export"])
-
-
 def _run_job(argv: list, env: dict, out: str, err: str) -> None:
     """A forked process: the environment and output files a fresh interpreter would get
     from ``_launch``, the job, and its end as an interpreter's: an uncaught exception's
@@ -164,8 +162,6 @@ def _run_job(argv: list, env: dict, out: str, err: str) -> None:
         opened = os.open(path, os.O_WRONLY | os.O_TRUNC)
         os.dup2(opened, fd)
         os.close(opened)
-    import multihost_job
-
     try:
         multihost_job.main(argv)
         status = 0
@@ -187,7 +183,9 @@ class _Forked:
     def __init__(self, argv: list, env: dict, scratch: pathlib.Path) -> None:
         scratch.mkdir(parents=True, exist_ok=True)
         self._paths = [tempfile.mkstemp(suffix=s, dir=scratch)[1] for s in (".out", ".err")]
-        self._process = _FORKSERVER.Process(target=_run_job, args=(argv, env, *self._paths))
+        self._process = forkserver.context().Process(
+            target=_run_job, args=(argv, env, *self._paths)
+        )
         self._process.start()
         self._output = None
 
