@@ -808,6 +808,26 @@ def test_the_last_batchs_program_is_compiled_while_the_others_run(tmp_path, monk
     assert e.runtime.compile_counts()["train"] == 2
 
 
+def test_a_call_that_stops_before_the_last_batch_compiles_no_program_for_it(tmp_path):
+    # 40 rows in batches of 16: 16, 16 and 8. A call that stops within the first two
+    # batches (train's steps or max_steps, evaluate's steps) never runs the program of 8.
+    def fn():
+        return est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=1, shuffle=False)
+
+    e = make(tmp_path, log_step_count_steps=None)
+    e.train(fn(), steps=2)
+    e.train(fn(), max_steps=4)  # from step 2: 2 steps
+    e.train(fn(), hooks=[est.StopAtStepHook(num_steps=1)])
+    e.evaluate(fn(), steps=2)
+    assert e.get_variable_value("global_step") == 5
+    assert e.runtime.compile_counts() == {"train": 1, "eval": 1}
+    # Calls that can reach it compile it: 3 steps from step 5, and evaluate's whole input.
+    e.train(fn(), max_steps=8)
+    e.evaluate(fn(), steps=3)
+    assert e.get_variable_value("global_step") == 8
+    assert e.runtime.compile_counts() == {"train": 2, "eval": 2}
+
+
 def test_programs_run_a_few_times_are_compiled_for_compile_speed(tmp_path, monkeypatch):
     # Each program's XLA options, by the jitted function's name: the training step runs
     # thousands of times (XLA's defaults); a short evaluation and prediction a few times

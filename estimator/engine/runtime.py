@@ -70,6 +70,21 @@ def _few_batches(prefetcher, steps: int | None = None) -> bool:
     return count is not None and count <= FEW_BATCHES
 
 
+def _most_steps(hooks, latest: str | None) -> int | None:
+    """The most steps a ``train()`` call from checkpoint ``latest`` runs, as its
+    ``StopAtStepHook``s say (None: none bounds it; the input's end or another hook may stop
+    it sooner)."""
+    bounds = []
+    for hook in hooks:
+        if isinstance(hook, hooks_lib.StopAtStepHook):
+            if hook.last_step is None:
+                bounds.append(hook.num_steps)
+            else:
+                start = ckpt.read_meta(latest)["global_step"] if latest else 0
+                bounds.append(hook.last_step - start)
+    return min(bounds, default=None)
+
+
 class Runtime:
     """Runs train/evaluate/predict for one Estimator (internal; ``Estimator.runtime``).
 
@@ -210,15 +225,21 @@ class Runtime:
         must run the same programs in the same order whatever its hooks fetch."""
         return 1 if self.processes > 1 else self.config.steps_per_execution
 
-    def _plan(self, prefetcher, first, few_runs: bool = False) -> RunPlan:
+    def _plan(self, prefetcher, first, few_runs: bool = False, most: int | None = None) -> RunPlan:
         """The call's :class:`RunPlan`: ``few_runs`` as given; ``once``, the signature of
         the shorter last batch when the input knows its size in advance (``numpy_input_fn``;
-        one device: a mesh places an uneven batch differently)."""
+        one device: a mesh places an uneven batch differently) and the call can reach it:
+        not when it runs at most ``most`` steps (None: no such bound) and the input has more
+        batches (``train(steps=...)`` on a part of the data compiles no program for the
+        last batch)."""
         size = getattr(prefetcher, "last_batch_size", None)
+        count = getattr(prefetcher, "batch_count", None)
         leaves = jax.tree.leaves(first)
         padding = getattr(prefetcher, "padding", None)
         if size is None or self.mesh is not None or not leaves or (padding and padding.active):
             return RunPlan(few_runs)  # (a padded last batch runs in the first batch's program)
+        if most is not None and count is not None and most < count:
+            return RunPlan(few_runs)  # the call stops before the last batch
         full = np.shape(leaves[0])[:1]
         if any(np.shape(x)[:1] != full for x in leaves) or full == (size,):
             return RunPlan(few_runs)  # not every leaf is batch-major: its shape is unknown
@@ -277,11 +298,14 @@ class Runtime:
         return self.saver().save(step, state)
 
     # ----- train ------------------------------------------------------------------------
-    def _prepare_training(self, compiler, prefetcher, first, latest, metrics: bool) -> tuple:
+    def _prepare_training(
+        self, compiler, prefetcher, first, latest, metrics: bool, most: int | None
+    ) -> tuple:
         """Readies a ``train()`` call's programs: ``(abstract state, metrics accumulator or
         None, RunPlan, StepInfo)``. The state's structure comes from the kept state or
         ``latest``'s metadata when they have it (``StateSource.abstract``: ``model_fn``
-        then runs once, in the step's trace), else from ``model_fn``'s init run.
+        then runs once, in the step's trace), else from ``model_fn``'s init run. ``most``:
+        the most steps the call runs (:func:`_most_steps`).
 
         Raises:
           ValueError: ``model_fn`` fails on that structure (the model or its optimizer
@@ -291,7 +315,7 @@ class Runtime:
         # The train step's leading arguments: the state, and the metrics accumulator.
         acc = compiler.empty_accumulator(abstract, *first) if metrics else None
         leading = (abstract,) if acc is None else (abstract, acc)
-        plan = self._plan(prefetcher, first)
+        plan = self._plan(prefetcher, first, most=most)
         compiler.precompile(leading, first, plan)
         if latest is None:  # a fresh state: its program compiles beside the step's
             compiler.precompile_init(first[0], first[1] if len(first) > 1 else None)
@@ -317,15 +341,16 @@ class Runtime:
             )
             return None
         self.model.check_labels(first[1])
+        most = _most_steps(hooks, latest)
         try:
             abstract, acc, plan, info = self._prepare_training(
-                compiler, prefetcher, first, latest, metrics
+                compiler, prefetcher, first, latest, metrics, most
             )
         except ValueError:
             if not self.states.retry_without_kept(compiler, first):
                 raise
             abstract, acc, plan, info = self._prepare_training(
-                compiler, prefetcher, first, latest, metrics
+                compiler, prefetcher, first, latest, metrics, most
             )
         all_hooks = default_training_hooks(
             self.config,
@@ -426,7 +451,7 @@ class Runtime:
                 raise
             abstract = self.states.abstract(compiler, first, path)
             acc = compiler.empty_accumulator(abstract, *first)
-        plan = self._plan(prefetcher, first, _few_batches(prefetcher, steps))
+        plan = self._plan(prefetcher, first, _few_batches(prefetcher, steps), steps)
         compiler.precompile((abstract, acc), first, plan)
         self._precompile_last_batch(compiler, (abstract, acc), first, prefetcher, plan)
         prefetcher.warm()  # the input's host phase, while XLA compiles

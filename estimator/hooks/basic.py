@@ -138,7 +138,14 @@ class StopAtStepHook(SessionRunHook):
 
     @property
     def last_step(self) -> int | None:
+        """The global step to stop after; None until a session starts when ``num_steps``
+        was given."""
         return self._last_step
+
+    @property
+    def num_steps(self) -> int | None:
+        """``num_steps`` as given (None when ``last_step`` was)."""
+        return self._num_steps
 
     def after_create_session(self, session, coord) -> None:
         if self._last_step is None:
