@@ -74,15 +74,15 @@ def _most_steps(hooks, latest: str | None) -> int | None:
     """The most steps a ``train()`` call from checkpoint ``latest`` runs, as its
     ``StopAtStepHook``s say (None: none bounds it; the input's end or another hook may stop
     it sooner)."""
-    bounds = []
-    for hook in hooks:
-        if isinstance(hook, hooks_lib.StopAtStepHook):
-            if hook.last_step is None:
-                bounds.append(hook.num_steps)
-            else:
-                start = ckpt.read_meta(latest)["global_step"] if latest else 0
-                bounds.append(hook.last_step - start)
-    return min(bounds, default=None)
+    start = ckpt.checkpoint_step(latest) if latest else 0  # from its name: no read
+    return min(
+        (
+            hook.num_steps if hook.last_step is None else hook.last_step - start
+            for hook in hooks
+            if isinstance(hook, hooks_lib.StopAtStepHook)
+        ),
+        default=None,
+    )
 
 
 class Runtime:

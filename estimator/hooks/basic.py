@@ -144,7 +144,9 @@ class StopAtStepHook(SessionRunHook):
 
     @property
     def num_steps(self) -> int | None:
-        """``num_steps`` as given (None when ``last_step`` was)."""
+        """``num_steps`` as given: a count of steps (int), or None when ``last_step`` was
+        given. Not in TF's hook (it keeps the value private); the Estimator reads it to know
+        in advance how many steps a ``train()`` call can run."""
         return self._num_steps
 
     def after_create_session(self, session, coord) -> None:
