@@ -132,6 +132,9 @@ class Checkpointer:
         looks up under a ``train_op`` that may update them row by row (the candidates of
         ``estimator.engine.sparse``'s plan), recorded in the metadata so that a resumed
         training plans them without an init run.
+      sparse_plans: ``sparse_plans() -> {input signature's digest: {table: ids per
+        step}}``: the sparse plans made so far (``estimator.engine.row_plan``), recorded in
+        the metadata so that a resumed training's step is traced with them at once.
 
     Raises:
       ValueError: a staged URL (not local, not gs://) in a job of several processes
@@ -146,9 +149,11 @@ class Checkpointer:
         *,
         async_save: bool = True,
         sparse_candidates: Callable[[], frozenset] | None = None,
+        sparse_plans: Callable[[], dict] | None = None,
     ) -> None:
         self.model_dir = fs.as_str(model_dir)
         self._sparse_candidates = sparse_candidates
+        self._sparse_plans = sparse_plans
         self._keep = keep_checkpoint_max or None
         self._publisher: staging.Publisher | None = None
         self._staging: str | None = None
@@ -223,6 +228,8 @@ class Checkpointer:
             meta["opt_state"] = tree_form.describe(state.opt_state)
         if self._sparse_candidates is not None:
             meta["sparse_candidates"] = sorted(self._sparse_candidates())
+        if self._sparse_plans is not None:
+            meta["sparse_plans"] = {k: dict(v) for k, v in sorted(self._sparse_plans().items())}
         items = {
             "variables": ocp.args.StandardSave(variables),
             "meta": ocp.args.JsonSave(meta),

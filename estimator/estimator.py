@@ -81,12 +81,17 @@ class Estimator:
     * a ``model_fn`` that looks rows up in a table that ``train_op`` updates row by row
       (``est.layers.embedding_lookup``, feature columns, under ``est.sparse_updates`` or
       the canned FTRL/Adagrad) has the table checked to be read only through lookups
-      (sparse updates, ``estimator.engine.sparse``): in the init run's trace on an empty
-      ``model_dir`` (no extra run); when resuming, once more, abstractly, for the tables
-      the checkpoint's metadata records as looked up under such a ``train_op`` (two runs
-      in all). A checkpoint without that record (or a model that now looks up another
-      such table) costs one more: the step's first trace finds the lookup and is traced
-      again;
+      (sparse updates, ``estimator.engine.row_plan``): in the init run's trace on an empty
+      ``model_dir`` (no extra run); when resuming, in the step's own trace, which uses the
+      plan the checkpoint's metadata records for this input signature (no extra run).
+      A resumed training runs it twice (abstractly to plan, then in the step) for an
+      input signature without a recorded plan (another batch shape, or a checkpoint
+      written before plans were recorded) or a table the metadata names that is updated
+      densely (also read whole); three times when ``model_fn`` no longer fits the
+      recorded plan (it now reads the table whole, or looks up other id shapes): the
+      step's trace is dropped, then those two runs; twice when the checkpoint lacks the
+      record of looked-up tables, or the model now looks up another such table: the
+      step's first trace finds the lookup and is traced again;
     * a later call with the same input signature runs it no more (its program is
       compiled), unless ``model_fn`` returned hooks: then once, abstractly, so the hooks
       are new objects, as TF's;

@@ -283,20 +283,22 @@ def test_evaluate_given_checkpoint(tmp_path):
 class CountingModelFn:
     """``linear_model_fn`` counting its calls (as TF 2.15's tests count ``model_fn`` calls)."""
 
-    def __init__(self, hooks=False, table=False, whole=False, dense_optimizer=False):
+    def __init__(self, hooks=False, table=False, whole=False, dense_optimizer=False, ids=1):
         self.calls, self.hooks, self.table = 0, hooks, table
-        self.whole, self.dense_optimizer = whole, dense_optimizer
+        self.whole, self.dense_optimizer, self.ids = whole, dense_optimizer, ids
 
     def __call__(self, features, labels, mode, params):
         self.calls += 1
         spec = linear_model_fn(features, labels, mode, params)
         if self.table:  # a lookup table: its rows are trained row by row
             table = est.get_variable("table", [4, 1], initializer=np.ones((4, 1), np.float32))
-            rows = est.layers.embedding_lookup(table, jnp.zeros(X[:1].shape, jnp.int32))
+            # self.ids rows of 2 ids, all row 0: rows 1-3 are never looked up.
+            rows = est.layers.embedding_lookup(table, jnp.zeros((self.ids, 2), jnp.int32))
             if spec.loss is not None:
                 loss = spec.loss + rows.sum()
-                if self.whole:  # also read whole: updated densely
-                    loss = loss + 0.01 * jnp.sum(table**2)
+                if self.whole:  # also read whole (updated densely), or in a jitted function
+                    l2 = lambda t: 0.01 * jnp.sum(t**2)  # noqa: E731
+                    loss = loss + (jax.jit(l2) if self.whole == "in a jit" else l2)(table)
                 train_op = spec.train_op and est.sparse_updates(spec.train_op)
                 if self.dense_optimizer:  # not row-wise: updated densely
                     train_op = spec.train_op and optax.sgd(params["lr"])
@@ -307,6 +309,17 @@ class CountingModelFn:
                 training_hooks=hooks, evaluation_hooks=hooks, prediction_hooks=hooks
             )
         return spec
+
+
+def drop_metadata(checkpoint: str, *keys: str) -> None:
+    """Removes ``keys`` from a checkpoint's metadata (as a checkpoint written before them)."""
+    meta_file = os.path.join(checkpoint, "meta", "metadata")
+    with open(meta_file) as f:
+        meta = json.load(f)
+    for key in keys:
+        del meta[key]
+    with open(meta_file, "w") as f:
+        json.dump(meta, f)
 
 
 def test_model_fn_runs_twice_for_a_first_call_and_never_per_step(tmp_path):
@@ -378,27 +391,149 @@ def test_a_model_with_a_row_wise_table_plans_it_in_the_init_run(tmp_path):
     assert model_fn.calls == 2
     assert e.runtime.compiler("train").info.row_tables == ("table",)
     # Resuming on a fresh Estimator: the checkpoint's metadata names the table looked up
-    # under a row-wise train_op; model_fn runs to check it (the plan), then in the step.
-    assert ckpt.read_meta(e.latest_checkpoint())["sparse_candidates"] == ["table"]
+    # under a row-wise train_op and records the plan for this input signature (2 ids a
+    # step); the step is traced with it at once and its trace checked: one run.
+    meta = ckpt.read_meta(e.latest_checkpoint())
+    assert meta["sparse_candidates"] == ["table"]
+    assert list(meta["sparse_plans"].values()) == [{"table": 2}]
     resumed_fn = CountingModelFn(table=True)
     resumed = make(tmp_path, model_fn=resumed_fn)
     resumed.train(train_input(epochs=1), steps=5)
-    assert resumed_fn.calls == 2
+    assert resumed_fn.calls == 1
     assert resumed.runtime.compiler("train").info.row_tables == ("table",)
     assert resumed.get_variable_value("global_step") == 10
-    # A checkpoint without that record (written before it): the step's first trace finds
-    # the lookup and is traced again with the plan.
-    meta_file = os.path.join(resumed.latest_checkpoint(), "meta", "metadata")
-    with open(meta_file) as f:
-        meta = json.load(f)
-    del meta["sparse_candidates"]
-    with open(meta_file, "w") as f:
-        json.dump(meta, f)
+    # Without the recorded plan (a checkpoint written before it): model_fn runs to plan,
+    # then in the step.
+    drop_metadata(resumed.latest_checkpoint(), "sparse_plans")
+    unplanned_fn = CountingModelFn(table=True)
+    unplanned = make(tmp_path, model_fn=unplanned_fn)
+    unplanned.train(train_input(epochs=1), steps=5)
+    assert unplanned_fn.calls == 2
+    assert unplanned.runtime.compiler("train").info.row_tables == ("table",)
+    # Without the candidates either: the step's first trace finds the lookup and is
+    # traced again with the plan.
+    drop_metadata(unplanned.latest_checkpoint(), "sparse_candidates", "sparse_plans")
     unrecorded_fn = CountingModelFn(table=True)
     unrecorded = make(tmp_path, model_fn=unrecorded_fn)
     unrecorded.train(train_input(epochs=1), steps=5)
     assert unrecorded_fn.calls == 3
     assert unrecorded.runtime.compiler("train").info.row_tables == ("table",)
+
+
+@pytest.mark.parametrize("steps_per_execution, train_metrics", [(1, False), (3, False), (1, True)])
+def test_a_resumed_training_checks_the_recorded_plan_in_its_one_trace(
+    tmp_path, steps_per_execution, train_metrics
+):
+    # The step's one trace uses the recorded plan and is checked: also when the step is
+    # replayed in a multi-step loop or computes training metrics.
+    config = {"steps_per_execution": steps_per_execution}
+    if train_metrics:
+        config["train_metrics_steps"] = 2
+    make(tmp_path, model_fn=CountingModelFn(table=True), **config).train(
+        train_input(epochs=1), steps=5
+    )
+    resumed_fn = CountingModelFn(table=True)
+    resumed = make(tmp_path, model_fn=resumed_fn, **config)
+    resumed.train(train_input(epochs=1), steps=5)
+    assert resumed_fn.calls == 1
+    compiler = resumed.runtime.compiler("train", metrics=train_metrics)
+    assert compiler.info.row_tables == ("table",)
+    assert resumed.get_variable_value("global_step") == 10
+
+
+@pytest.mark.parametrize("whole", [True, "in a jit"])
+def test_a_recorded_plan_the_model_now_contradicts_is_dropped(tmp_path, whole):
+    # The first training updates the table row by row and records that plan. The resumed
+    # model_fn also reads the table whole (an L2 term), directly or inside a jitted
+    # function of its own: the step's trace contradicts the plan, which is dropped; the
+    # table is planned again (dense) and the step traced again: three runs. The L2
+    # term's gradient reaches the rows never looked up (rows 1-3), which a kept plan
+    # would have left at 1: SGD at lr 0.1 on 0.01 * t**2 gives t <- t - 0.1 * 0.02 * t =
+    # 0.998 t per step, 0.998**5 = 0.990039920... after 5 steps.
+    first = make(tmp_path, model_fn=CountingModelFn(table=True))
+    first.train(train_input(epochs=1), steps=5)
+    np.testing.assert_array_equal(first.get_variable_value("table")[1:], 1.0)
+    resumed_fn = CountingModelFn(table=True, whole=whole)
+    resumed = make(tmp_path, model_fn=resumed_fn)
+    resumed.train(train_input(epochs=1), steps=5)
+    assert resumed_fn.calls == 3
+    assert resumed.runtime.compiler("train").info.row_tables == ()
+    np.testing.assert_allclose(resumed.get_variable_value("table")[1:], 0.998**5, rtol=1e-6)
+    # The next checkpoint records the new plan (the table dense: no entry).
+    assert list(ckpt.read_meta(resumed.latest_checkpoint())["sparse_plans"].values()) == [{}]
+
+
+def test_a_recorded_plan_with_another_number_of_ids_is_dropped(tmp_path):
+    # The resumed model_fn looks up 4 ids a step where the plan recorded 2 (more rows), or
+    # 2 where it recorded 4 (fewer): the plan is dropped, model_fn runs to plan again and
+    # in the step, and the next checkpoint records the new count.
+    make(tmp_path, model_fn=CountingModelFn(table=True)).train(train_input(epochs=1), steps=5)
+    for ids, global_step in ((2, 10), (1, 15)):
+        resumed_fn = CountingModelFn(table=True, ids=ids)
+        resumed = make(tmp_path, model_fn=resumed_fn)
+        resumed.train(train_input(epochs=1), steps=5)
+        assert resumed_fn.calls == 3
+        assert resumed.runtime.compiler("train").info.row_tables == ("table",)
+        assert resumed.get_variable_value("global_step") == global_step
+        plans = ckpt.read_meta(resumed.latest_checkpoint())["sparse_plans"]
+        assert list(plans.values()) == [{"table": 2 * ids}]
+
+
+@pytest.mark.parametrize("damage", ["a string count", "a negative count", "a list"])
+def test_a_malformed_recorded_plan_is_not_used(tmp_path, damage):
+    # A damaged record under the input signature's own digest is ignored: the resumed
+    # step plans as without one (two runs) and trains row by row with the right count.
+    first = make(tmp_path, model_fn=CountingModelFn(table=True))
+    first.train(train_input(epochs=1), steps=5)
+    meta_file = os.path.join(first.latest_checkpoint(), "meta", "metadata")
+    with open(meta_file) as f:
+        meta = json.load(f)
+    (digest,) = meta["sparse_plans"]
+    meta["sparse_plans"] = {
+        "a string count": {digest: {"table": "2"}},
+        "a negative count": {digest: {"table": -2}},
+        "a list": [digest],
+    }[damage]
+    with open(meta_file, "w") as f:
+        json.dump(meta, f)
+    resumed_fn = CountingModelFn(table=True)
+    resumed = make(tmp_path, model_fn=resumed_fn)
+    resumed.train(train_input(epochs=1), steps=5)
+    assert resumed_fn.calls == 2
+    assert resumed.runtime.compiler("train").info.row_tables == ("table",)
+    plans = ckpt.read_meta(resumed.latest_checkpoint())["sparse_plans"]
+    assert plans == {digest: {"table": 2}}
+
+
+class ShiftingLookups(CountingModelFn):
+    """Looks up ``first`` rows of ids in its first run and ``later`` rows afterwards."""
+
+    def __init__(self, first, later):
+        super().__init__(table=True, ids=first)
+        self.later = later
+
+    def __call__(self, features, labels, mode, params):
+        spec = super().__call__(features, labels, mode, params)
+        self.ids = self.later
+        return spec
+
+
+@pytest.mark.parametrize(
+    "first, later, what", [(1, 2, "more rows of table"), (2, 1, "fewer table rows")]
+)
+def test_a_model_fn_whose_lookups_change_between_its_runs_is_refused(tmp_path, first, later, what):
+    # Without a recorded plan, a resumed training plans in one run and traces the step in
+    # another; a model_fn that looks up other shapes in the second would train wrong rows.
+    make(tmp_path, model_fn=CountingModelFn(table=True)).train(train_input(epochs=1), steps=5)
+    drop_metadata(make(tmp_path).latest_checkpoint(), "sparse_plans")
+    shifting = make(tmp_path, model_fn=ShiftingLookups(first, later))
+    with pytest.raises(RuntimeError) as raised:
+        shifting.train(train_input(epochs=1), steps=5)
+    assert str(raised.value) == (
+        f"model_fn looked up {what} in this trace than in the previous one: it must look "
+        "up the same tables with the same id shapes on every call."
+    )
+    assert shifting.get_variable_value("global_step") == 5  # the checkpoint is untouched
 
 
 @pytest.mark.parametrize(

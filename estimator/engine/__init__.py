@@ -2,7 +2,8 @@
 
 * ``steps`` — the pure train/eval/predict step functions and ``TrainState``;
   ``init_run`` — a fresh state, from one init-mode run of ``model_fn`` per input
-  signature, which also plans the sparse updates (``sparse``).
+  signature, which also plans the sparse updates (``sparse``: tables updated row by
+  row; ``row_plan`` — where each step's plan comes from, and its check).
 * ``compiler`` — ``StepCompiler``: a mode's step compiled once per batch signature.
 * ``state`` — where a run's state comes from (memory, a checkpoint, a warm start: the
   Estimator hands it the warm start as a callable, and ``train()`` the ``train_op``).

@@ -34,6 +34,7 @@ from estimator.engine.compile_policy import (
 from estimator.engine.compile_queue import CompileQueue
 from estimator.engine.eval_results import finalize
 from estimator.engine.init_run import abstract_init, init_state
+from estimator.engine.row_plan import planned
 from estimator.engine.steps import (
     PROGRAMS,
     TRAIN_METRICS,
@@ -41,7 +42,6 @@ from estimator.engine.steps import (
     TrainState,
     batch_stats,
     bind,
-    planned,
     run_model,
     traced,
     train_batch,
@@ -137,15 +137,8 @@ class StepCompiler:
         self.call_count = 0
         self._step = bind(self.program.step, model)
         self.host_batches = host_batches
-        donate = self.program.donate
-        if self.steps_per_call == 1:
-            self._jitted = {False: jax.jit(self._step, donate_argnums=donate)}
-        else:
-            steps = bind(self.program.steps, model)
-            self._jitted = {
-                stacked: jax.jit(functools.partial(steps, stacked=stacked), donate_argnums=donate)
-                for stacked in (False, True)
-            }
+        self._jitted: dict = {}
+        self._renew()
         # The init run is traced once per signature (steps.traced): abstract_state reads
         # its result's shapes (and the sparse plan); the init program replays it.
         self._init = jax.jit(functools.partial(init_state, model, mode))
@@ -153,6 +146,19 @@ class StepCompiler:
         self._fresh: set = set()  # signatures whose program's trace ran model_fn this call
         self._abstract_acc = None
         self._finalize = jax.jit(finalize)
+
+    def _renew(self) -> None:
+        """New ``jax.jit`` wrappers of the step (``{stacked: jitted}``): a trace made with a
+        sparse plan that did not hold is not reused (``row_plan.planned``)."""
+        donate = self.program.donate
+        if self.steps_per_call == 1:
+            self._jitted = {False: jax.jit(self._step, donate_argnums=donate)}
+        else:
+            steps = bind(self.program.steps, self.model)
+            self._jitted = {
+                stacked: jax.jit(functools.partial(steps, stacked=stacked), donate_argnums=donate)
+                for stacked in (False, True)
+            }
 
     @property
     def compile_count(self) -> int:
@@ -208,7 +214,9 @@ class StepCompiler:
             # The trace the programs replay (estimator.engine.steps.traced).
             function, index = self._accumulated
             trace = planned(
-                self.model, lambda: traced(self.model, function, state, features, labels)
+                self.model,
+                lambda: traced(self.model, function, state, features, labels),
+                self._renew,
             )
             self._abstract_acc = trace[1][index]
         return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), self._abstract_acc)
@@ -272,7 +280,9 @@ class StepCompiler:
             stacked = self.stacks(batch)
             arguments = self._arguments(leading, [batch], stacked)
             runs_before = self.model.trace_count
-            traced = planned(self.model, lambda: self._jitted[stacked].trace(*arguments))
+            traced = planned(
+                self.model, lambda: self._jitted[stacked].trace(*arguments), self._renew
+            )
             if self.model.trace_count > runs_before:  # this call's model_fn made its hooks
                 self._fresh.add(key)
             return traced.lower(), (traced.out_info[-1], stacked), compile_options(runs)

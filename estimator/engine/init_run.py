@@ -15,7 +15,8 @@ import jax
 import jax.numpy as jnp
 
 from estimator.engine import sparse
-from estimator.engine.steps import TrainState, plan_key, replay, traced
+from estimator.engine.row_plan import keep, plan_key
+from estimator.engine.steps import TrainState, replay, traced
 from estimator.io import tree_form
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
@@ -99,5 +100,5 @@ def abstract_init(model: ModelFunction, mode: str, features, labels, rng=None) -
         args = (state.non_trainable, features, labels, state.global_step, state.rng)
         key = plan_key(state.trainable, args, model.init_lookups[mode])
         if key not in model.sparse_plans:
-            model.sparse_plans[key] = sparse.plan_from_init(trace)
+            keep(model, key, sparse.plan_from_init(trace))
     return state

@@ -159,6 +159,7 @@ class Runtime:
                 self.config.keep_checkpoint_max,
                 self.config.keep_checkpoint_every_n_hours,
                 sparse_candidates=lambda: self.model.sparse_candidates,
+                sparse_plans=lambda: self.model.plan_records,
             )
         else:
             # model_dir may have changed since (removed, rolled back, written by another

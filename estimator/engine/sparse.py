@@ -7,10 +7,11 @@ a table-sized gradient:
 
 1. The init run (TRAIN mode) gathers each lookup's rows from an identity copy of its table
    (:func:`plan_from_init`); when training starts without one (resumed from a
-   checkpoint), :func:`plan` traces ``model_fn`` once more, abstractly, with each candidate
-   table's lookups reading a *shadow* copy. A table whose own variable is then unused in
-   the traced program is read only through lookups; the trace also gives the number of ids
-   each table looks up per step (static shapes).
+   checkpoint), the step's trace checks the plan the checkpoint recorded
+   (``estimator.engine.row_plan``), or, without one, :func:`plan` traces ``model_fn`` once
+   more, abstractly, with each candidate table's lookups reading a *shadow* copy. A table
+   whose own variable is then unused in the traced program is read only through lookups;
+   the trace also gives the number of ids each table looks up per step (static shapes).
 2. The train step differentiates ``model_fn`` with respect to the other variables and to
    a zero ``delta`` per looked-up id (``RowAccess``): the gradient of each lookup's rows.
 3. :func:`gather` gives each looked-up id (ids out of range point past the table) the

@@ -95,10 +95,13 @@ class StateSource:
                     kept if training else kept._replace(opt_state=None),
                 )
             elif given and path is not None:
-                abstract, candidates = _saved_state(path, self.model.key_data, training)
+                abstract, candidates, plans = _saved_state(path, self.model.key_data, training)
                 if abstract is not None and candidates is not None:
-                    # The sparse plan's candidates, which an init run would have given.
+                    # The sparse plan's candidates, which an init run would have given,
+                    # and the plans the step's trace checks (estimator.engine.row_plan).
                     self.model.init_lookups.setdefault(compiler.mode, candidates)
+                    for name, plan in plans.items():
+                        self.model.plan_records.setdefault(name, plan)
             if abstract is not None:
                 self._from_kept.add(key)
             else:
@@ -210,12 +213,14 @@ class StateSource:
         )
 
 
-def _saved_state(path: str, key_data, training: bool) -> tuple[TrainState | None, frozenset | None]:
-    """The abstract state of the variables checkpoint ``path``'s metadata lists, as
-    :meth:`StateSource.read` restores it, and the sparse plan's candidates its training
-    recorded (None when not recorded). With ``training``, the state has the optimizer state (its
-    saved form), or is None when the metadata does not describe it (a checkpoint saved
-    without it, or before its metadata described it)."""
+def _saved_state(path: str, key_data, training: bool) -> tuple:
+    """``(state, candidates, plans)``: the abstract state of the variables checkpoint
+    ``path``'s metadata lists, as :meth:`StateSource.read` restores it; the sparse plan's
+    candidates its training recorded (None when not recorded); and its recorded sparse
+    plans (``{input signature's digest: {table: ids per step}}``, ``{}`` when none or
+    malformed: the step then plans as without them). With ``training``, the state has the
+    optimizer state (its saved form), or is None when the metadata does not describe it (a
+    checkpoint saved without it, or before its metadata described it)."""
     meta = ckpt.read_meta(path)
     trainable, non_trainable = ckpt.abstract_variables(meta)
     opt_state = None
@@ -223,12 +228,24 @@ def _saved_state(path: str, key_data, training: bool) -> tuple[TrainState | None
         try:
             opt_state = tree_form.from_description(meta["opt_state"])
         except (KeyError, ValueError):
-            return None, None  # model_fn's init run gives it; the restore checks the rest
+            return None, None, {}  # model_fn's init run gives it; the restore checks the rest
     candidates = meta.get("sparse_candidates")
     candidates = frozenset(candidates) if isinstance(candidates, list) else None
+    plans = meta.get("sparse_plans")
+    plans = plans if _plans_form(plans) else {}
     scalar = jax.ShapeDtypeStruct((), np.int32)
     rng = None if key_data is None else jax.ShapeDtypeStruct(key_data.shape, key_data.dtype)
-    return TrainState(trainable, non_trainable, opt_state, scalar, scalar, rng), candidates
+    return TrainState(trainable, non_trainable, opt_state, scalar, scalar, rng), candidates, plans
+
+
+def _plans_form(plans) -> bool:
+    """Whether ``plans`` has the form of recorded sparse plans: ``{str: {str: int}}``."""
+    return isinstance(plans, dict) and all(
+        isinstance(name, str)
+        and isinstance(plan, dict)
+        and all(isinstance(t, str) and type(n) is int and n > 0 for t, n in plan.items())
+        for name, plan in plans.items()
+    )
 
 
 def _same_variables(state: TrainState, abstract: TrainState) -> bool:

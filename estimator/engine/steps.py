@@ -33,11 +33,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from estimator import keys
-from estimator.engine import sparse
+from estimator.engine import row_plan, sparse
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.io import tree_form
 from estimator.mode_keys import ModeKeys
@@ -58,8 +57,6 @@ __all__ = [
     "eval_step",
     "eval_steps",
     "merge_stats",
-    "plan_key",
-    "planned",
     "predict_step",
     "replay",
     "run_model",
@@ -207,11 +204,7 @@ def run_model(model: ModelFunction, mode: str, state: TrainState, features, labe
 
 
 def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) -> dict:
-    """``{table: ids per step}`` to update row by row (``estimator.engine.sparse.plan``),
-    planned once per model and input shapes. Only tables that ``lookup_rows`` is known to
-    read (in the init run, or as a checkpoint's metadata records the candidates) are
-    candidates: a model without lookups is not traced again to plan."""
-    looked_up = model.init_lookups.get(ModeKeys.TRAIN, frozenset())
+    """``{table: ids per step}`` to update row by row (``estimator.engine.row_plan``)."""
 
     def run(trainable, access, non_trainable, features, labels, global_step, rng):
         variables = {"trainable": trainable, "non_trainable": non_trainable}
@@ -219,36 +212,7 @@ def _sparse_tables(model: ModelFunction, state: TrainState, features, labels) ->
         return spec.loss, spec.train_op
 
     args = (state.non_trainable, features, labels, state.global_step, state.rng)
-    key = plan_key(state.trainable, args, looked_up)
-    if key not in model.sparse_plans:
-        model.sparse_plans[key] = sparse.plan(run, state.trainable, args, looked_up)
-    return model.sparse_plans[key]
-
-
-def plan_key(trainable: dict, args: tuple, looked_up: frozenset) -> tuple:
-    """What a sparse plan depends on: the structure, shapes and dtypes of the variables
-    and the step's other inputs (traced, abstract or host arrays alike), and the
-    candidate tables."""
-    leaves, treedef = jax.tree.flatten((trainable, args))
-    shapes = tuple((tuple(np.shape(x)), jax.dtypes.canonicalize_dtype(x.dtype)) for x in leaves)
-    return treedef, shapes, looked_up
-
-
-class LookupsFound(Exception):
-    """A train step traced without a sparse plan found lookups it may update row by row
-    (``args[0]``: the tables ``lookup_rows`` read); see :func:`planned`."""
-
-
-def planned(model: ModelFunction, trace: Callable[[], Any]) -> Any:
-    """``trace()``, a trace of a program with a train step, traced again, with the sparse
-    plan, when it raised :class:`LookupsFound`. The whole trace starts over, so the
-    program holds nothing of the abandoned pass (its StableHLO, the persistent
-    compilation cache's key, is the one a first training's trace gives)."""
-    try:
-        return trace()
-    except LookupsFound as found:
-        model.init_lookups[ModeKeys.TRAIN] = found.args[0]
-    return trace()
+    return row_plan.tables(model, run, state.trainable, args)
 
 
 def train_step(model: ModelFunction, state: TrainState, features, labels):
@@ -277,36 +241,33 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     """A train step; with ``metrics``, also its batch's metric statistics (else None).
 
     The sparse plan's candidates are the tables ``lookup_rows`` is known to read
-    (:func:`_sparse_tables`). When the run looks up another table that its ``train_op``
-    may update row by row (a training resumed from a checkpoint whose metadata does not
-    record it), the step raises :class:`LookupsFound`; the caller traces it again
-    (:func:`planned`), with that table a candidate. The run records the candidates it
-    found (``ModelFunction.sparse_candidates``, saved in checkpoints' metadata)."""
+    (``estimator.engine.row_plan``). When the run looks up another table that its
+    ``train_op`` may update row by row (a training resumed from a checkpoint whose
+    metadata does not record it), the step raises ``row_plan.LookupsFound``; the caller
+    traces it again (``row_plan.planned``), with that table a candidate. The run records
+    the candidates it found (``ModelFunction.sparse_candidates``, saved in checkpoints'
+    metadata). The planned tables reach ``model_fn`` marked (``row_plan.mark``), so the
+    trace shows how it used them."""
     known = model.init_lookups.get(ModeKeys.TRAIN, frozenset())
     tables = _sparse_tables(model, state, features, labels)
     dense = {k: v for k, v in state.trainable.items() if k not in tables}
 
     def loss_fn(dense, deltas):
-        access = RowAccess(deltas=deltas) if tables else None
-        trainable = {**state.trainable, **dense}
+        access = RowAccess(deltas=deltas, recorded=bool(model.unchecked)) if tables else None
+        trainable = {**state.trainable, **dense, **row_plan.mark(model, state.trainable, tables)}
         spec, frame, outputs, info = _run(
             model, ModeKeys.TRAIN, state, features, labels, trainable, access, metrics
         )
         rows_ok = row_wise(info.train_op)
         model.sparse_candidates = frozenset(n for n in frame.lookups if rows_ok(n))
         if model.sparse_candidates - known:
-            raise LookupsFound(known | frame.lookups)
+            raise row_plan.LookupsFound(known | frame.lookups)
         opt_state = _optimizer_state(info.train_op, state)
         # mixed_float16: the loss is differentiated scaled; train_op unscales (dtype_policy).
         scale = dtype_policy.loss_scale(opt_state)
         ids = {}
         if access is not None:
-            if not access.complete():
-                raise RuntimeError(
-                    "model_fn looked up fewer table rows in this trace than in the previous "
-                    "one: it must look up the same tables with the same id shapes on every "
-                    "call."
-                )
+            access.check_complete()
             ids = {name: jnp.concatenate(parts) for name, parts in access.ids.items()}
         non_trainable = {**state.non_trainable, **frame.assigned}
         objective = spec.loss if scale is None else spec.loss * scale.astype(spec.loss.dtype)

@@ -110,10 +110,18 @@ class ModelFunction:
         self.key_data = seed_key_data(seed)
         self.arg_names = set(fn_args(model_fn))
         self.trace_count = 0
-        self.sparse_plans: dict = {}  # see estimator.engine.steps._sparse_tables
+        # The sparse plans (estimator.engine.row_plan): {plan key: {table: ids per step}}
+        # made or checked in this process; {input signature's digest: plan} that the next
+        # checkpoints record (this process's, and those read from a checkpoint's
+        # metadata); the keys whose recorded plan a step's trace contradicted; the
+        # recorded plans the step being traced uses, until its trace is checked.
+        self.sparse_plans: dict = {}
+        self.plan_records: dict[str, dict[str, int]] = {}
+        self.rejected_plans: set = set()
+        self.unchecked: list = []
         # {mode: names of the variables lookup_rows reads}: from the init run, else from a
         # checkpoint's metadata or a train step's trace; the tables a train step may update
-        # row by row (estimator.engine.steps._sparse_tables).
+        # row by row (estimator.engine.row_plan).
         self.init_lookups: dict[str, frozenset] = {}
         # The tables the last train step looked up under a train_op that may update them
         # row by row (the sparse plan's candidates; saved in checkpoints' metadata).

@@ -25,7 +25,17 @@ import jax.numpy as jnp
 
 from estimator.model.variables import current_frame
 
-__all__ = ["RowAccess", "lookup_rows"]
+__all__ = ["LOOKUP_SCOPE", "PlanMismatch", "RowAccess", "lookup_rows"]
+
+#: The name scope of a differentiated run's row lookups (their gathers): the step's trace
+#: shows which uses of a table are lookups (``estimator.engine.row_plan.lookups_only``).
+LOOKUP_SCOPE = "estimator_row_lookup"
+
+
+class PlanMismatch(Exception):
+    """A differentiated run with a recorded plan (``RowAccess(recorded=True)``) looked up
+    another number of ids than the plan says: the engine drops the plan and traces again
+    (``estimator.engine.row_plan.planned``)."""
 
 
 class RowAccess:
@@ -41,6 +51,9 @@ class RowAccess:
         the table (``lax.optimization_barrier``, kept in :attr:`reads`), so the init run's
         traced program shows whether the table is used otherwise
         (``estimator.engine.sparse.plan_from_init``).
+      recorded: differentiated run whose ``deltas`` follow a plan a checkpoint recorded,
+        not yet checked against this ``model_fn``: another number of ids raises
+        :class:`PlanMismatch`, not ``RuntimeError``.
 
     Attributes:
       ids: ``{name: [flat int32 ids of each lookup]}`` in call order (-1: no row).
@@ -49,11 +62,17 @@ class RowAccess:
     """
 
     def __init__(
-        self, *, shadows: dict | None = None, deltas: dict | None = None, tagged: bool = False
+        self,
+        *,
+        shadows: dict | None = None,
+        deltas: dict | None = None,
+        tagged: bool = False,
+        recorded: bool = False,
     ) -> None:
         self.shadows = shadows
         self.deltas = deltas
         self.tagged = tagged
+        self.recorded = recorded
         self.ids: dict[str, list] = {}
         self.shapes: dict[str, list] = {}
         self.reads: dict[str, list] = {}
@@ -78,19 +97,34 @@ class RowAccess:
         start = self._offsets.get(name, 0)
         count = math.prod(ids.shape)
         if start + count > delta.shape[0]:
-            raise RuntimeError(
-                f"model_fn looked up more rows of {name} in this trace than in the previous "
-                "one: it must look up the same tables with the same id shapes on every call."
+            self._mismatch(
+                f"model_fn looked up more rows of {name} in this trace than in the previous one"
             )
         self._offsets[name] = start + count
         self.ids.setdefault(name, []).append(ids.reshape(-1))
-        rows = _gather(table, ids)
+        with jax.named_scope(LOOKUP_SCOPE):
+            rows = _gather(table, ids)
         piece = jax.lax.dynamic_slice_in_dim(delta, start, count).reshape(rows.shape)
         return rows + jnp.where(_valid(ids, table)[..., None], piece, 0)
 
-    def complete(self) -> bool:
-        """Whether every delta row was used (the run made the discovered lookups)."""
-        return all(self._offsets.get(n, 0) == d.shape[0] for n, d in (self.deltas or {}).items())
+    def check_complete(self) -> None:
+        """Checks that every delta row was used (the run made the planned lookups).
+
+        Raises:
+          RuntimeError: fewer lookups than the plan's (PlanMismatch with ``recorded``).
+        """
+        deltas = self.deltas or {}
+        if any(self._offsets.get(n, 0) != d.shape[0] for n, d in deltas.items()):
+            self._mismatch(
+                "model_fn looked up fewer table rows in this trace than in the previous one"
+            )
+
+    def _mismatch(self, what: str):
+        if self.recorded:
+            raise PlanMismatch(what)
+        raise RuntimeError(
+            f"{what}: it must look up the same tables with the same id shapes on every call."
+        )
 
 
 def _valid(ids: jax.Array, table: jax.Array) -> jax.Array:
