@@ -10,8 +10,18 @@ Process-wide settings, made once, by the first ``Estimator`` built (:func:`confi
   ``~/.cache/jax-estimator/xla``; ``None`` turns it off, and a process that chose a cache
   directory itself (``jax.config.update("jax_compilation_cache_dir", ...)`` or
   ``$JAX_COMPILATION_CACHE_DIR``) keeps its own. Every program is cached
-  (``jax_persistent_cache_min_compile_time_secs = 0``), at most 2 GiB of them (least
-  recently used first out). Reading an entry another process writes is safe.
+  (``jax_persistent_cache_min_compile_time_secs = 0``), at most 2 GiB of them: each process
+  that enables the directory prunes it once, in a background thread, when it holds more,
+  least recently used entries first (file access times), down to 1.5 GiB
+  (:func:`prune_compilation_cache`). JAX's own size cap (``jax_compilation_cache_max_size``)
+  is left off: with it, every write of a new program lists the whole directory and reads
+  each entry's access-time file under a lock (``jax/_src/lru_cache.py``), a cost linear in
+  the entries (measured, jax 0.10.2, 2-core EPYC: 142 ms a write at 2,542 entries, the
+  size of this project's test cache), which a first run that compiles ~2,400 programs pays
+  ~2,400 times; ``benchmarks/cache_writes.py``). A damaged or half-written entry is read as
+  a miss (JAX warns and compiles). A process with JAX's size cap on in the same directory
+  (this package before it left the cap off) cannot write there: its scan expects an
+  access-time file beside every entry (jax-ml/jax#39880).
 * **Threefry unrolled on the CPU** (``JAX_ESTIMATOR_UNROLL_THREEFRY=0`` turns it off): JAX
   lowers its ``threefry2x32`` primitive (every ``jax.random`` draw with the default key) on
   the CPU as a ``while`` loop over the hash's five groups of four rounds, and on other
@@ -57,9 +67,11 @@ a program can set it before building its Estimator.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -75,6 +87,7 @@ __all__ = [
     "default_cache_dir",
     "enable_compilation_cache",
     "on_cpu",
+    "prune_compilation_cache",
     "unroll_threefry",
 ]
 
@@ -85,6 +98,7 @@ CANONICAL_CONVOLUTIONS = "JAX_ESTIMATOR_CANONICAL_CONVOLUTIONS"
 CPU_CONVOLUTIONS = "JAX_ESTIMATOR_CPU_CONVOLUTIONS"
 CPU_COMPILE_OPTIONS = "JAX_ESTIMATOR_CPU_COMPILE_OPTIONS"
 _MAX_CACHE_BYTES = 2 << 30
+_CACHE_SUFFIX = "-cache"  # JAX's name for a cache entry's file (jax/_src/lru_cache.py)
 _threefry_unrolled = False
 _convolutions_canonical = False
 
@@ -125,7 +139,8 @@ def default_cache_dir() -> str:
 
 def enable_compilation_cache(directory: str | None) -> None:
     """Points JAX's persistent cache at ``directory`` unless one is set already (the
-    process's own choice wins) or ``directory`` is None."""
+    process's own choice wins) or ``directory`` is None, and prunes it once in a
+    background thread (:func:`prune_compilation_cache`; see the module docstring)."""
     if directory is None or jax.config.jax_compilation_cache_dir:
         return
     try:
@@ -135,8 +150,55 @@ def enable_compilation_cache(directory: str | None) -> None:
         return
     jax.config.update("jax_compilation_cache_dir", directory)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_compilation_cache_max_size", _MAX_CACHE_BYTES)
+    threading.Thread(
+        target=prune_compilation_cache,
+        args=(directory,),
+        name="compilation-cache-prune",
+        daemon=True,
+    ).start()
     logger.info("Persistent compilation cache: %s", directory)
+
+
+def prune_compilation_cache(directory: str, max_bytes: int = _MAX_CACHE_BYTES) -> int:
+    """Deletes the least recently used entries of a persistent compilation cache when it
+    holds more than ``max_bytes``, until it holds at most three quarters of that.
+
+    An entry is JAX's ``<key>-cache`` file (with the ``<key>-atime`` file JAX's own size
+    cap writes beside it, deleted with it); its last use is the later of the file's access
+    and modification times. An entry another process deletes meanwhile is skipped; one it
+    is reading stays readable (POSIX) or reads as a miss.
+
+    Args:
+      directory: the cache directory.
+      max_bytes: the most the ``-cache`` files may take, in bytes.
+
+    Returns:
+      The bytes deleted (0 when the directory holds at most ``max_bytes``, or cannot be
+      listed).
+    """
+    entries, total = [], 0
+    try:
+        with os.scandir(directory) as listing:
+            for entry in listing:
+                if entry.name.endswith(_CACHE_SUFFIX) and entry.is_file(follow_symlinks=False):
+                    stat = entry.stat(follow_symlinks=False)
+                    entries.append((max(stat.st_atime, stat.st_mtime), entry.path, stat.st_size))
+                    total += stat.st_size
+    except OSError as err:
+        logger.debug("Compilation cache %s not pruned: %s", directory, err)
+        return 0
+    if total <= max_bytes:
+        return 0
+    deleted, target = 0, max_bytes * 3 // 4
+    for _, path, size in sorted(entries):
+        if total - deleted <= target:
+            break
+        for name in (path, path.removesuffix(_CACHE_SUFFIX) + "-atime"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(name)
+        deleted += size
+    logger.info("Compilation cache %s pruned: %d of %d bytes deleted.", directory, deleted, total)
+    return deleted
 
 
 def unroll_threefry() -> bool:

@@ -108,6 +108,36 @@ def test_the_default_cache_directory(monkeypatch, tmp_path):
     assert platform.default_cache_dir().endswith("/.cache/jax-estimator/xla")
 
 
+def test_the_cache_is_enabled_without_jaxs_per_write_directory_scan(tmp_path):
+    # JAX's size cap (jax_compilation_cache_max_size) lists the whole directory on every
+    # write; the Estimator leaves it off (-1) and prunes once per process instead.
+    est.Estimator(lambda features, labels, mode: None, model_dir=str(tmp_path))
+    assert jax.config.jax_compilation_cache_dir
+    assert jax.config.jax_compilation_cache_max_size == -1
+
+
+def test_pruning_the_cache_deletes_the_least_recently_used_entries(tmp_path):
+    # Six entries of 100 bytes, last used at t = 1000 s ... 6000 s (the later of access
+    # and modification time), each with JAX's access-time file; and a file that is no entry.
+    for i in range(6):
+        entry = tmp_path / f"k{i}-cache"
+        entry.write_bytes(b"x" * 100)
+        (tmp_path / f"k{i}-atime").write_bytes(b"t" * 8)
+        used = 1000.0 * (i + 1)
+        os.utime(entry, (used, used - 500) if i % 2 else (used - 500, used))
+    (tmp_path / ".lockfile").write_bytes(b"")
+    # 600 bytes within a cap of 600: nothing to do.
+    assert platform.prune_compilation_cache(str(tmp_path), max_bytes=600) == 0
+    assert len(list(tmp_path.iterdir())) == 13
+    # Over a cap of 400: down to 3/4 of it (300 bytes), the oldest first: k0, k1, k2 go.
+    assert platform.prune_compilation_cache(str(tmp_path), max_bytes=400) == 300
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".lockfile", "k3-atime", "k3-cache", "k4-atime", "k4-cache", "k5-atime", "k5-cache"
+    ]  # fmt: skip
+    # A directory that cannot be listed is left alone.
+    assert platform.prune_compilation_cache(str(tmp_path / "missing"), max_bytes=1) == 0
+
+
 # Convolutions whose layouts differ from the CPU's canonical one (``NHWC``/``HWIO``): 2-D in
 # TF's default and in PyTorch's layout, with strides, dilations, padding and groups; 1-D and
 # 3-D; a transposed convolution (input dilation). Each: (x shape, w shape, keywords).
