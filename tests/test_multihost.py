@@ -10,6 +10,7 @@ to import them. One test runs its job as fresh interpreters
 (``python multihost_job.py ...``), the way a cluster starts its processes."""
 
 import atexit
+import faulthandler
 import json
 import os
 import pathlib
@@ -162,6 +163,8 @@ def _run_job(argv: list, env: dict, out: str, err: str) -> None:
         opened = os.open(path, os.O_WRONLY | os.O_TRUNC)
         os.dup2(opened, fd)
         os.close(opened)
+    # A hung job's threads' stacks, written to its error output on SIGUSR1 (see _result).
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     try:
         multihost_job.main(argv)
         status = 0
@@ -203,6 +206,10 @@ class _Forked:
         self._process.kill()
         self._process.join()
 
+    def output(self) -> tuple[str, str]:
+        """What the process has written so far (also while it runs)."""
+        return tuple(pathlib.Path(p).read_text(errors="replace") for p in self._paths)
+
     def communicate(self, timeout=None) -> tuple[str, str]:
         self._process.join(timeout)
         if self._process.exitcode is None:
@@ -232,8 +239,14 @@ def _result(process, timeout=180):
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        shown = ""
+        if isinstance(process, _Forked):  # its stacks (faulthandler, _run_job) and output
+            process.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+            out, err = process.output()
+            shown = f"\n--- stdout:\n{out[-3000:]}\n--- stderr:\n{err[-12000:]}"
         process.kill()
-        pytest.fail("a process of the job hung")
+        pytest.fail("a process of the job hung" + shown)
     assert process.returncode == 0, err[-3000:]
     line = next(x for x in out.splitlines() if x.startswith("RESULT "))
     return json.loads(line[len("RESULT ") :])
@@ -250,7 +263,12 @@ def _job(model_dir, *extra, own=False, processes=2, devices=2, fresh=False):
     for index in range(processes - 1):
         task = ("own", index + 1) if own else ("worker", index)
         launched.append(_launch(model_dir, *task, ports, *extra, fresh=fresh))
-    return [_result(p) for p in launched]
+    try:
+        return [_result(p) for p in launched]
+    finally:  # a failed or hung process leaves none of the job's others running
+        for process in launched:
+            if process.poll() is None:
+                process.kill()
 
 
 @pytest.fixture(scope="module")
