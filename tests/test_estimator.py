@@ -1043,3 +1043,17 @@ def test_model_fn_property_is_tfs_wrapper(tmp_path):
     assert isinstance(spec, est.EstimatorSpec)
     # Initial variables (w = 0, b = 0): loss = mean(y^2).
     np.testing.assert_allclose(float(spec.loss), np.mean(Y[:4] ** 2), rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("error:Python iterable type:DeprecationWarning")
+def test_a_generator_of_batches_is_read_not_flattened(tmp_path):
+    # An input_fn may return a generator of (features, labels) batches. It is read as
+    # batches and never passed to a pytree function, which warns (and will refuse, JAX
+    # says) when it meets an iterator.
+    def batches():
+        return (({"x": X[i : i + 8]}, Y[i : i + 8]) for i in range(0, len(X), 8))
+
+    e = make(tmp_path)
+    e.train(batches, steps=3)
+    assert e.get_variable_value("global_step") == 3
+    assert e.evaluate(batches)["global_step"] == 3

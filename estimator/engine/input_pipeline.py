@@ -241,8 +241,10 @@ def placement(mesh) -> Callable:
 def _resolve_deferred(result):
     """``result`` as an input: when it holds a value that stands for the elements of a
     dataset (``estimator.compat``'s ``iterator.get_next()``, a leaf with
-    ``__input_source__``), that value's source of such results, else ``result``."""
-    if hasattr(result, "as_numpy_iterator"):
+    ``__input_source__``), that value's source of such results, else ``result``. A dataset
+    or an iterator of batches (a generator) is no such value, and is not walked as a
+    pytree (JAX warns that it would take an iterator for a leaf, and means to refuse it)."""
+    if hasattr(result, "as_numpy_iterator") or isinstance(result, Iterator):
         return result
     for leaf in jax.tree.leaves(result, is_leaf=lambda x: hasattr(x, "__input_source__")):
         if hasattr(leaf, "__input_source__"):
