@@ -311,15 +311,19 @@ class CountingModelFn:
         return spec
 
 
-def drop_metadata(checkpoint: str, *keys: str) -> None:
-    """Removes ``keys`` from a checkpoint's metadata (as a checkpoint written before them)."""
+def edit_metadata(checkpoint: str, change) -> None:
+    """Rewrites a checkpoint's metadata as ``change(meta)`` (which edits it in place)."""
     meta_file = os.path.join(checkpoint, "meta", "metadata")
     with open(meta_file) as f:
         meta = json.load(f)
-    for key in keys:
-        del meta[key]
+    change(meta)
     with open(meta_file, "w") as f:
         json.dump(meta, f)
+
+
+def drop_metadata(checkpoint: str, *keys: str) -> None:
+    """Removes ``keys`` from a checkpoint's metadata (as a checkpoint written before them)."""
+    edit_metadata(checkpoint, lambda meta: [meta.pop(key) for key in keys])
 
 
 def test_model_fn_runs_twice_for_a_first_call_and_never_per_step(tmp_path):
@@ -485,17 +489,13 @@ def test_a_malformed_recorded_plan_is_not_used(tmp_path, damage):
     # step plans as without one (two runs) and trains row by row with the right count.
     first = make(tmp_path, model_fn=CountingModelFn(table=True))
     first.train(train_input(epochs=1), steps=5)
-    meta_file = os.path.join(first.latest_checkpoint(), "meta", "metadata")
-    with open(meta_file) as f:
-        meta = json.load(f)
-    (digest,) = meta["sparse_plans"]
-    meta["sparse_plans"] = {
+    (digest,) = ckpt.read_meta(first.latest_checkpoint())["sparse_plans"]
+    damaged = {
         "a string count": {digest: {"table": "2"}},
         "a negative count": {digest: {"table": -2}},
         "a list": [digest],
     }[damage]
-    with open(meta_file, "w") as f:
-        json.dump(meta, f)
+    edit_metadata(first.latest_checkpoint(), lambda meta: meta.update(sparse_plans=damaged))
     resumed_fn = CountingModelFn(table=True)
     resumed = make(tmp_path, model_fn=resumed_fn)
     resumed.train(train_input(epochs=1), steps=5)
