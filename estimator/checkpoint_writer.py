@@ -259,7 +259,22 @@ class Checkpointer:
                 fs.rmtree(fs.join(self.model_dir, name), first=(staging.COMMIT_MARKER,))
 
     def reload(self) -> None:
-        """Re-reads which checkpoints exist in ``model_dir`` (they may have changed)."""
+        """Re-reads which checkpoints exist in ``model_dir`` (they may have changed), once
+        this writer's save in progress is complete.
+
+        The listing is read after the write: a step being written is not yet in
+        ``model_dir``, and dropping it from the list would let the next :meth:`save` of
+        that step write it again, or not, depending on the write's timing. In a job of
+        several processes that timing differs per process, so one process would start the
+        (collective) save and the others not: the job hung (``train_and_evaluate`` with
+        ``EvalSpec(every_n_steps=N)`` and exporters, at a step the ``CheckpointSaverHook``
+        had just saved). After orbax's wait every process sees the step complete (its
+        finalization ends with a barrier of all processes), so all skip it alike.
+
+        Raises:
+          The error of the save in progress, if it failed.
+        """
+        self._manager.wait_until_finished()
         self._manager.reload()
 
     def wait(self) -> None:

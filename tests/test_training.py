@@ -205,6 +205,24 @@ def test_every_n_steps_with_exporters_saves_the_checkpoints_it_exports(tmp_path)
     assert metrics["global_step"] == 10
 
 
+def test_every_n_steps_exports_the_checkpoint_the_saver_hook_is_writing(tmp_path, monkeypatch):
+    # At step 5 the CheckpointSaverHook starts saving (it runs before the evaluation hook),
+    # then the evaluation's exporter asks for step 5's checkpoint: the same save, not a
+    # second one, however long the first takes to finish (in a job of several processes a
+    # second save by some processes only hung the job).
+    from test_checkpoint import _slow_finalize
+
+    saved = _slow_finalize(monkeypatch)
+    e = make(tmp_path / "m", save_checkpoints_steps=5)
+    train_and_evaluate(
+        e,
+        TrainSpec(TRAIN, max_steps=10),
+        eval_spec(every_n_steps=5, exporters=[LatestExporter("latest", RECEIVER)]),
+    )
+    assert saved == [0, 5, 10]
+    assert evaluated_steps(e) == [5, 10]
+
+
 def test_final_export_when_training_ends_before_max_steps(tmp_path):
     # Input of 2 epochs = 10 steps of 8 examples; max_steps=None. TF flags is_the_final_export
     # only when global_step >= max_steps, so its FinalExporter never exports here.
