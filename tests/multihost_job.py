@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import jax  # its backend starts, reading XLA_FLAGS, only when main() first uses it
 import jax.numpy as jnp
@@ -45,6 +46,14 @@ parser.add_argument(
     default=None,
     help="with --train-and-evaluate: EvalSpec(every_n_steps=N) on the chief and workers, a "
     "BestExporter, and an early-stopping hook that fires at the first evaluation after 0",
+)
+parser.add_argument(
+    "--restore-fallback",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="RunConfig(restore_fallback=True); the processes other than the chief start reading "
+    "each checkpoint they check SECONDS late (a slower host)",
 )
 parser.add_argument(
     "--live-eval",
@@ -170,7 +179,17 @@ def main(argv: list[str]) -> None:
         log_step_count_steps=1,
         variable_partitions=partitions,
         train_metrics_steps=3 if args.live_eval else None,
+        restore_fallback=args.restore_fallback is not None,
     )
+    if args.restore_fallback:
+        verify = est.checkpoint.verify_checkpoint
+
+        def late(path):
+            if jax.process_index() != 0:
+                time.sleep(args.restore_fallback)
+            return verify(path)
+
+        est.checkpoint.verify_checkpoint = late
     e = est.Estimator(model_fn, args.model_dir, config)
     print("started", jax.process_index(), jax.process_count(), jax.device_count(), flush=True)
     if args.train_and_evaluate and args.every_n_steps:

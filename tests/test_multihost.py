@@ -27,6 +27,7 @@ import multihost_job
 import numpy as np
 import optax
 import pytest
+from test_checkpoint_integrity import _flip, _largest_data_file
 
 import estimator as est
 from estimator import distribute
@@ -425,6 +426,23 @@ def test_a_killed_worker_fails_the_chief_quickly_and_a_restart_resumes(tmp_path)
     )
     chief_result, _ = _job(model_dir, "--steps", "3")
     assert chief_result["metrics"]["global_step"] == complete + 3
+
+
+def test_restore_fallback_in_a_job_resumes_every_process_from_the_same_checkpoint(tmp_path):
+    """RunConfig(restore_fallback=True) in a chief + worker job whose latest checkpoint is
+    damaged: both resume from the intact one before it, and the chief alone moves the
+    damaged one aside. The worker starts reading each checkpoint 1 s late (a slower host),
+    when the chief has already moved the damaged one: a checkpoint gone reads as damaged
+    (every read error is a DataLossError), so the worker falls back to the same one."""
+    model_dir = tmp_path / "job"
+    _job(model_dir, "--steps", "6", devices=1)  # checkpoints at steps 0, 3 and 6
+    damaged = model_dir / "model.ckpt_6"
+    _flip(_largest_data_file(str(damaged), "variables"))
+    chief, worker = _job(model_dir, "--steps", "3", "--restore-fallback", "1", devices=1)
+    # Resumed from step 3 (not 0, not the damaged 6): 3 more steps end at 6.
+    assert chief["metrics"]["global_step"] == worker["metrics"]["global_step"] == 6
+    assert chief["w"] == worker["w"]
+    assert {"damaged.model.ckpt_6", "model.ckpt_6"} <= set(chief["checkpoints"])
 
 
 @pytest.mark.slow
