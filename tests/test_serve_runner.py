@@ -1,6 +1,7 @@
-"""How ``python -m estimator.serve`` runs calls without batching (``estimator.serve._app.
-runner``): at most ``--tensorflow_inter_op_parallelism`` at once, the others in arrival
-order (``benchmarks/serving_load.py`` measures what that does to throughput and p99)."""
+"""How ``python -m estimator.serve`` runs calls (``estimator.serve._app.runner`` and
+``_dispatch.Dispatcher``): short ones on the event loop's thread; the others in worker
+threads, at most ``--tensorflow_inter_op_parallelism`` at once, the rest in arrival order
+(``benchmarks/serving_load.py`` measures what both do to throughput and p99)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from estimator.serve import __main__ as serve_cli
 from estimator.serve._app import runner
+from estimator.serve._dispatch import Dispatcher
 
 
 class _SlowSignature:
@@ -67,3 +69,56 @@ def test_a_negative_inter_op_parallelism_is_refused(capsys):
         "--tensorflow_inter_op_parallelism must be 0 (the CPU count) or more, got -1."
         in capsys.readouterr().err
     )
+
+
+class _TimedSignature:
+    """Records the thread of each call; each call takes ``seconds.pop(0)`` (or nothing)."""
+
+    def __init__(self, seconds=()) -> None:
+        self.seconds = list(seconds)
+        self.threads: list[int] = []
+
+    def __call__(self, **columns) -> dict:
+        self.threads.append(threading.get_ident())
+        if self.seconds:
+            time.sleep(self.seconds.pop(0))
+        return {"n": len(columns["x"])}
+
+
+def _on_loop(signature, calls) -> list[bool]:
+    """Runs ``calls`` (row counts) one after another through a Dispatcher; for each, whether
+    it ran on the event loop's thread."""
+
+    async def run():
+        dispatch = Dispatcher(lambda s, c: s(**c), threads=2)
+        loop_thread = threading.get_ident()
+        for rows in calls:
+            assert await dispatch(signature, {"x": [0] * rows}, rows) == {"n": rows}
+        return [t == loop_thread for t in signature.threads]
+
+    return asyncio.run(run())
+
+
+def test_short_calls_run_on_the_event_loop_after_three_in_threads():
+    # The first call of a size may compile (here 50 ms): after three calls the median is
+    # what decides, so the compile is forgotten and the rest run on the loop's thread.
+    signature = _TimedSignature(seconds=[0.05])
+    assert _on_loop(signature, [1] * 6) == [False, False, False, True, True, True]
+
+
+def test_one_slow_call_does_not_move_a_signature_off_the_loop():
+    signature = _TimedSignature(seconds=[0, 0, 0, 0.01])  # the 4th call: 10 ms (inline)
+    assert _on_loop(signature, [1] * 6) == [False, False, False, True, True, True]
+
+
+def test_long_calls_stay_in_worker_threads():
+    # 5 ms each, over the 2 ms under which a call may hold the loop up.
+    signature = _TimedSignature(seconds=[0.005] * 5)
+    assert _on_loop(signature, [1] * 5) == [False] * 5
+
+
+def test_each_size_class_is_timed_on_its_own():
+    # One row runs on the loop after three calls; 1,000 rows (another power of two) is new:
+    # its first calls run in threads, however short the one-row calls were.
+    signature = _TimedSignature()
+    assert _on_loop(signature, [1, 1, 1, 1, 1000, 1]) == [False, False, False, True, False, True]

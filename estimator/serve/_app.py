@@ -5,14 +5,14 @@ import json
 import os
 from collections.abc import Mapping
 
-import anyio
 import numpy as np
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from estimator.serve._batching import Batcher
+from estimator.serve._batching import Batcher, batch_size
+from estimator.serve._dispatch import Dispatcher
 from estimator.serve._models import ModelWatcher
 
 _METHODS = {
@@ -181,31 +181,31 @@ def runner(
     num_threads: int | None = None,
 ):
     """``async run(signature, columns) -> outputs``: the :class:`Batcher` when
-    ``max_batch_size`` is set, else one call per request in a worker thread (shared by the
-    REST and gRPC APIs, so their concurrent requests merge into, or queue for, the same
-    calls). Bad input raises :class:`ServingError` (400).
+    ``max_batch_size`` is set, else one call per request (shared by the REST and gRPC APIs,
+    so their concurrent requests merge into, or queue for, the same calls). Bad input raises
+    :class:`ServingError` (400).
 
-    Without batching at most ``num_threads`` calls run at once (None or 0: the CPU count;
-    ``--tensorflow_inter_op_parallelism``); the others wait in arrival order. A call holds
-    Python's lock for its host work and the CPU for the model, so more calls at once only
-    share the same cores out of order: with up to 40 at once (Starlette's thread pool), REST
-    at 64 clients on 2 cores served 381-418 requests/s with a p99 of 3.7-4.4x the mean
-    latency, against 532-587 and 1.2-1.3x with 2 (``benchmarks/serving_load.py``, the
-    README's "Load").
+    Each call runs where a :class:`~estimator.serve._dispatch.Dispatcher` puts it: on the
+    event loop's thread when the signature's recent calls of that size were short (under
+    2 ms), else in a worker thread. Without batching at most ``num_threads`` calls run in
+    threads at once (None or 0: the CPU count; ``--tensorflow_inter_op_parallelism``), the
+    others waiting in arrival order; with batching, ``num_batch_threads`` merged calls. A
+    call holds Python's lock for its host work and the CPU for the model, so more calls at
+    once only share the same cores out of order: with up to 40 at once (Starlette's thread
+    pool), REST at 64 clients on 2 cores served 381-418 requests/s with a p99 of 3.7-4.4x
+    the mean latency, against 532-587 and 1.2-1.3x with 2 (``benchmarks/serving_load.py``,
+    an earlier machine).
     """
-    batcher = (
-        None
-        if max_batch_size is None
-        else Batcher(_call, max_batch_size, batch_timeout_micros, num_batch_threads)
-    )
-    limiter = anyio.CapacityLimiter(num_threads or os.cpu_count() or 1)
+    threads = num_threads or os.cpu_count() or 1
+    if max_batch_size is None:
+        dispatch = Dispatcher(_call, threads)
 
-    async def run(signature, columns: dict) -> dict:
-        if batcher is None:
-            return await anyio.to_thread.run_sync(_call, signature, columns, limiter=limiter)
-        return await batcher(signature, columns)
+        async def run(signature, columns: dict) -> dict:
+            return await dispatch(signature, columns, batch_size(columns))
 
-    return run
+        return run
+    dispatch = Dispatcher(_call, num_batch_threads or threads)
+    return Batcher(dispatch, max_batch_size, batch_timeout_micros, num_batch_threads)
 
 
 def build_app(

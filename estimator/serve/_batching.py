@@ -4,7 +4,6 @@ import asyncio
 import os
 
 import numpy as np
-from starlette.concurrency import run_in_threadpool
 
 
 class Batcher:
@@ -22,7 +21,9 @@ class Batcher:
     bad one gets the error.
 
     Args:
-      call: ``call(signature, columns) -> {output: np.ndarray}`` (blocking).
+      call: ``async call(signature, columns, rows) -> {output: np.ndarray}`` (a
+        :class:`~estimator.serve._dispatch.Dispatcher`: short merged calls run on the event
+        loop's thread, others in worker threads).
       max_batch_size: rows per merged call.
       batch_timeout_micros: how long the first call of a batch waits for more.
       num_batch_threads: how many merged calls may run at once (default: the CPU count).
@@ -43,9 +44,9 @@ class Batcher:
         self._queues: dict = {}
 
     async def __call__(self, signature, columns: dict) -> dict:
-        rows = _rows(columns)
+        rows = batch_size(columns)
         if rows is None or rows >= self.max_batch_size:
-            return await run_in_threadpool(self._call, signature, columns)
+            return await self._call(signature, columns, rows)
         arrays = all(isinstance(v, np.ndarray) for v in columns.values())
         key = (id(signature), tuple(sorted(columns)), arrays)
         future = asyncio.get_running_loop().create_future()
@@ -85,7 +86,7 @@ class Batcher:
             try:
                 parts = {k: [c[k] for c, _, _ in pending] for k in pending[0][0]}
                 merged = {k: _merge(v, padded - total) for k, v in parts.items()}
-                outputs = await run_in_threadpool(self._call, signature, merged)
+                outputs = await self._call(signature, merged, padded)
             except Exception:
                 jobs = pending  # rerun alone: each request gets its own answer or error
             else:
@@ -95,11 +96,11 @@ class Batcher:
                         future.set_result({k: v[start : start + rows] for k, v in outputs.items()})
                     start += rows
                 return
-        for columns, _, future in jobs:
+        for columns, rows, future in jobs:
             if future.done():
                 continue
             try:
-                result = await run_in_threadpool(self._call, signature, columns)
+                result = await self._call(signature, columns, rows)
             except Exception as err:
                 if not future.done():
                     future.set_exception(err)
@@ -124,7 +125,7 @@ def _merge(parts: list, padding: int):
     return merged + [merged[0]] * padding
 
 
-def _rows(columns: dict) -> int | None:
+def batch_size(columns: dict) -> int | None:
     """The batch size of list-of-rows or array inputs, or ``None`` if they can't be
     concatenated."""
     sizes = {

@@ -1,0 +1,65 @@
+"""Where ``python -m estimator.serve`` runs a signature call: on the event loop's thread
+when the same signature's recent calls of that size were short, else in a worker thread."""
+
+import collections
+import statistics
+import time
+
+import anyio
+
+INLINE_SECONDS = 0.002  # a call this short (median of the recent ones) runs on the loop
+_RECENT = 5  # calls remembered per signature and size class
+
+
+class Dispatcher:
+    """Runs blocking ``call(signature, columns) -> outputs`` for the event loop.
+
+    A call whose signature's last calls of the same size class (rows rounded up to a power of
+    two) took under ``inline_seconds`` at the median runs on the event loop's thread, at once;
+    any other call (the first ones of each size, longer ones) runs in a worker thread, at most
+    ``threads`` at once, the others waiting in arrival order.
+
+    Why two places: a call in a worker thread hands Python's lock back and forth with the
+    event loop's thread (JAX releases it while XLA runs and while results are copied back,
+    and the loop takes it each time), which costs more than a small model's whole call. With
+    the census ``LinearClassifier``, one row per request and 64 clients, on this project's
+    2-core machine (``benchmarks/serving_load.py``, 2026-11-28): 797-848 gRPC and
+    987-1,008 REST requests/s with every call in a thread, 1,294 and 1,611 with the short
+    calls on the loop. A long call stays in a thread, so it never holds up the loop (other
+    requests' I/O, health checks, new versions' loading) and several run while XLA computes
+    without the lock. The median forgets a compile (the first call of a size) after three
+    calls, and one slow call does not move a signature off the loop.
+
+    Args:
+      call: the blocking call.
+      threads: worker-thread calls at once (``--tensorflow_inter_op_parallelism``).
+      inline_seconds: the median call time under which calls run on the loop (2 ms: the
+        longest the loop is held up by one call, as a rule).
+    """
+
+    def __init__(self, call, threads: int, inline_seconds: float = INLINE_SECONDS) -> None:
+        self._call = call
+        self._limiter = anyio.CapacityLimiter(threads)
+        self._inline_seconds = inline_seconds
+        self._seconds: dict = {}  # (id(signature), size class) -> recent call times
+
+    async def __call__(self, signature, columns: dict, rows: int | None) -> dict:
+        """The outputs of ``call(signature, columns)``; ``rows``: the request's batch size
+        (None if unknown)."""
+        key = (id(signature), (rows or 0).bit_length())
+        recent = self._seconds.get(key)
+        if recent and len(recent) >= 3 and statistics.median(recent) < self._inline_seconds:
+            return self._timed(key, signature, columns)
+        return await anyio.to_thread.run_sync(
+            self._timed, key, signature, columns, limiter=self._limiter
+        )
+
+    def _timed(self, key, signature, columns: dict) -> dict:
+        start = time.perf_counter()
+        try:
+            return self._call(signature, columns)
+        finally:
+            recent = self._seconds.get(key)
+            if recent is None:
+                recent = self._seconds[key] = collections.deque(maxlen=_RECENT)
+            recent.append(time.perf_counter() - start)
