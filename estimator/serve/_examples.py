@@ -5,7 +5,10 @@ and messages).
 An export made with a parsing receiver records its feature spec, and the examples are parsed
 with it: a ``FixedLenFeature`` missing from an example takes its default (or is refused with
 TF's message when it has none), a ``VarLenFeature`` keeps each example's list (the signature
-pads them as it pads REST's lists). A signature without a feature spec (a raw receiver)
+pads them as it pads REST's lists), or, when every example has one value, one value per
+example (as REST's rows give it: the signature reads ``[batch]`` as ``[batch, 1]``, which
+the padded lists would be, without padding them). A signature without a feature spec (a
+raw receiver)
 takes each input from the feature of the same name: a ``FixedLenFeature`` of the input's
 shape without the batch dimension (a ``VarLenFeature`` where that shape is not known), of
 the tf.Example value type its dtype is read from (``float_list`` for floats,
@@ -69,9 +72,11 @@ def _plan(spec_items: tuple) -> tuple | None:
     return tuple(plan)
 
 
-def _direct(spec: dict, examples: list) -> dict | None:
+def _direct(spec: dict, examples: list, one_each: bool = False) -> dict | None:
     """The columns read from decoded ``tf.Example`` messages, or ``None`` when some feature
-    needs ``parse_example`` (a wrong kind or size, a missing required feature)."""
+    needs ``parse_example`` (a wrong kind or size, a missing required feature). ``one_each``:
+    a ``VarLenFeature`` with one value in every example is one value per example (for a
+    signature with a feature spec, which reads ``[batch]`` as ``[batch, 1]``)."""
     plan = _plan(tuple(spec.items()))
     if plan is None:
         return None
@@ -98,6 +103,11 @@ def _direct(spec: dict, examples: list) -> dict | None:
                 values.extend(listed)
             else:
                 values.append(list(listed))
+        if one_each and not fixed and all(len(v) == 1 for v in values):
+            # One value per example, as REST's rows give it (the signature reads [batch]
+            # as [batch, 1], what padding the lists would give, without the padding).
+            out[name] = [v[0] for v in values]
+            continue
         if fixed:
             flat = np.empty(len(values), dtype) if dtype is object else None
             if flat is not None:
@@ -120,14 +130,16 @@ def columns(signature, examples: list, serialized: list[bytes] | None = None) ->
         ``parse_example`` is needed).
 
     Returns:
-      ``{input name: [batch, ...] array, or one list of values per example}``.
+      ``{input name: [batch, ...] array, one list of values per example, or (a
+      VarLenFeature with one value in every example) one value per example}``.
 
     Raises:
       ValueError: ``parse_example``'s (a feature of the wrong type or length, a required
         feature missing; TF's messages with the example's index and the key).
     """
-    spec = getattr(signature, "_parse_spec", None) or _raw_spec(signature)
-    direct = _direct(spec, examples)
+    parsing = getattr(signature, "_parse_spec", None)
+    spec = parsing or _raw_spec(signature)
+    direct = _direct(spec, examples, one_each=parsing is not None)
     if direct is not None:
         return direct
     if serialized is None:
