@@ -23,9 +23,9 @@ class Dispatcher:
     event loop's thread (JAX releases it while XLA runs and while results are copied back,
     and the loop takes it each time), which costs more than a small model's whole call. With
     the census ``LinearClassifier``, one row per request and 64 clients, on this project's
-    2-core machine (``benchmarks/serving_load.py``, 2026-11-28): 797-848 gRPC and
-    987-1,008 REST requests/s with every call in a thread, 1,294 and 1,611 with the short
-    calls on the loop. A long call stays in a thread, so it never holds up the loop (other
+    2-core machine (``benchmarks/serving_load.py``, 2026-11-28): 797 gRPC and 1,008 REST
+    requests/s with every call in a thread, 1,223 and 1,555 with the short calls on the
+    loop. A long call stays in a thread, so it never holds up the loop (other
     requests' I/O, health checks, new versions' loading) and several run while XLA computes
     without the lock. The median forgets a compile (the first call of a size) after three
     calls, and one slow call does not move a signature off the loop.
