@@ -86,14 +86,15 @@ class _TimedSignature:
 
 
 def _on_loop(signature, calls) -> list[bool]:
-    """Runs ``calls`` (row counts) one after another through a Dispatcher; for each, whether
-    it ran on the event loop's thread."""
+    """Runs ``calls`` (each a row count, or a list of rows) one after another through a
+    Dispatcher; for each, whether it ran on the event loop's thread."""
 
     async def run():
         dispatch = Dispatcher(lambda s, c: s(**c), threads=2)
         loop_thread = threading.get_ident()
         for rows in calls:
-            assert await dispatch(signature, {"x": [0] * rows}, rows) == {"n": rows}
+            x = [0] * rows if isinstance(rows, int) else rows
+            assert await dispatch(signature, {"x": x}) == {"n": len(x)}
         return [t == loop_thread for t in signature.threads]
 
     return asyncio.run(run())
@@ -117,8 +118,15 @@ def test_long_calls_stay_in_worker_threads():
     assert _on_loop(signature, [1] * 5) == [False] * 5
 
 
-def test_each_size_class_is_timed_on_its_own():
-    # One row runs on the loop after three calls; 1,000 rows (another power of two) is new:
-    # its first calls run in threads, however short the one-row calls were.
+def test_each_input_shape_is_timed_on_its_own():
+    # A new shape compiles a new program (jax.jit), so its first calls run in threads
+    # however short the calls of other shapes were: 2 rows after 1; lists of 2 values (the
+    # signature pads lists to the longest) after lists of 1.
     signature = _TimedSignature()
-    assert _on_loop(signature, [1, 1, 1, 1, 1000, 1]) == [False, False, False, True, False, True]
+    calls = [1, 1, 1, 1, 2, 1, [[0]], [[0]], [[0]], [[0]], [[0, 1]], [[0]]]
+    assert _on_loop(signature, calls) == [
+        *(False, False, False, True),
+        *(False, True),
+        *(False, False, False, True),
+        *(False, True),
+    ]

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from estimator.serve._batching import Batcher, batch_size
+from estimator.serve._batching import Batcher
 from estimator.serve._dispatch import Dispatcher
 from estimator.serve._models import ModelWatcher
 
@@ -186,10 +186,11 @@ def runner(
     :class:`ServingError` (400).
 
     Each call runs where a :class:`~estimator.serve._dispatch.Dispatcher` puts it: on the
-    event loop's thread when the signature's recent calls of that size were short (under
-    2 ms), else in a worker thread. Without batching at most ``num_threads`` calls run in
-    threads at once (None or 0: the CPU count; ``--tensorflow_inter_op_parallelism``), the
-    others waiting in arrival order; with batching, ``num_batch_threads`` merged calls. A
+    event loop's thread when the signature's recent calls with inputs of the same shapes
+    were short (under 2 ms), else in a worker thread. Without batching at most
+    ``num_threads`` calls run in threads at once (None or 0: the CPU count;
+    ``--tensorflow_inter_op_parallelism``), the others waiting in arrival order; with
+    batching, ``num_batch_threads`` merged calls. A
     call holds Python's lock for its host work and the CPU for the model, so more calls at
     once only share the same cores out of order: with up to 40 at once (Starlette's thread
     pool), REST at 64 clients on 2 cores served 381-418 requests/s with a p99 of 3.7-4.4x
@@ -198,12 +199,7 @@ def runner(
     """
     threads = num_threads or os.cpu_count() or 1
     if max_batch_size is None:
-        dispatch = Dispatcher(_call, threads)
-
-        async def run(signature, columns: dict) -> dict:
-            return await dispatch(signature, columns, batch_size(columns))
-
-        return run
+        return Dispatcher(_call, threads)
     dispatch = Dispatcher(_call, num_batch_threads or threads)
     return Batcher(dispatch, max_batch_size, batch_timeout_micros, num_batch_threads)
 

@@ -21,7 +21,7 @@ class Batcher:
     bad one gets the error.
 
     Args:
-      call: ``async call(signature, columns, rows) -> {output: np.ndarray}`` (a
+      call: ``async call(signature, columns) -> {output: np.ndarray}`` (a
         :class:`~estimator.serve._dispatch.Dispatcher`: short merged calls run on the event
         loop's thread, others in worker threads).
       max_batch_size: rows per merged call.
@@ -44,9 +44,9 @@ class Batcher:
         self._queues: dict = {}
 
     async def __call__(self, signature, columns: dict) -> dict:
-        rows = batch_size(columns)
+        rows = _rows(columns)
         if rows is None or rows >= self.max_batch_size:
-            return await self._call(signature, columns, rows)
+            return await self._call(signature, columns)
         arrays = all(isinstance(v, np.ndarray) for v in columns.values())
         key = (id(signature), tuple(sorted(columns)), arrays)
         future = asyncio.get_running_loop().create_future()
@@ -86,7 +86,7 @@ class Batcher:
             try:
                 parts = {k: [c[k] for c, _, _ in pending] for k in pending[0][0]}
                 merged = {k: _merge(v, padded - total) for k, v in parts.items()}
-                outputs = await self._call(signature, merged, padded)
+                outputs = await self._call(signature, merged)
             except Exception:
                 jobs = pending  # rerun alone: each request gets its own answer or error
             else:
@@ -96,11 +96,11 @@ class Batcher:
                         future.set_result({k: v[start : start + rows] for k, v in outputs.items()})
                     start += rows
                 return
-        for columns, rows, future in jobs:
+        for columns, _, future in jobs:
             if future.done():
                 continue
             try:
-                result = await self._call(signature, columns, rows)
+                result = await self._call(signature, columns)
             except Exception as err:
                 if not future.done():
                     future.set_exception(err)
@@ -125,7 +125,7 @@ def _merge(parts: list, padding: int):
     return merged + [merged[0]] * padding
 
 
-def batch_size(columns: dict) -> int | None:
+def _rows(columns: dict) -> int | None:
     """The batch size of list-of-rows or array inputs, or ``None`` if they can't be
     concatenated."""
     sizes = {

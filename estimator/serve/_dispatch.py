@@ -1,23 +1,25 @@
 """Where ``python -m estimator.serve`` runs a signature call: on the event loop's thread
-when the same signature's recent calls of that size were short, else in a worker thread."""
+when the same signature's recent calls with inputs of the same shapes were short, else in a
+worker thread."""
 
 import collections
 import statistics
 import time
 
 import anyio
+import numpy as np
 
 INLINE_SECONDS = 0.002  # a call this short (median of the recent ones) runs on the loop
-_RECENT = 5  # calls remembered per signature and size class
+_RECENT = 5  # calls remembered per signature and input shapes
 
 
 class Dispatcher:
     """Runs blocking ``call(signature, columns) -> outputs`` for the event loop.
 
-    A call whose signature's last calls of the same size class (rows rounded up to a power of
-    two) took under ``inline_seconds`` at the median runs on the event loop's thread, at once;
-    any other call (the first ones of each size, longer ones) runs in a worker thread, at most
-    ``threads`` at once, the others waiting in arrival order.
+    A call whose signature's last calls with inputs of the same shapes took under
+    ``inline_seconds`` at the median runs on the event loop's thread, at once; any other
+    call (the first three of each signature and shapes, longer ones) runs in a worker
+    thread, at most ``threads`` at once, the others waiting in arrival order.
 
     Why two places: a call in a worker thread hands Python's lock back and forth with the
     event loop's thread (JAX releases it while XLA runs and while results are copied back,
@@ -25,10 +27,12 @@ class Dispatcher:
     the census ``LinearClassifier``, one row per request and 64 clients, on this project's
     2-core machine (``benchmarks/serving_load.py``, 2026-11-28): 797 gRPC and 1,008 REST
     requests/s with every call in a thread, 1,223 and 1,555 with the short calls on the
-    loop. A long call stays in a thread, so it never holds up the loop (other
-    requests' I/O, health checks, new versions' loading) and several run while XLA computes
-    without the lock. The median forgets a compile (the first call of a size) after three
-    calls, and one slow call does not move a signature off the loop.
+    loop. A long call stays in a thread, so it never holds up the loop (other requests'
+    I/O, health checks, new versions' loading) and several run while XLA computes without
+    the lock. Shapes are part of the key because a signature compiles a program for each
+    new input shape (``jax.jit``): that compile runs in a thread, never on the loop. The
+    median forgets the compile after three calls, and one slow call does not move a
+    signature off the loop.
 
     Args:
       call: the blocking call.
@@ -41,12 +45,11 @@ class Dispatcher:
         self._call = call
         self._limiter = anyio.CapacityLimiter(threads)
         self._inline_seconds = inline_seconds
-        self._seconds: dict = {}  # (id(signature), size class) -> recent call times
+        self._seconds: dict = {}  # (id(signature), input shapes) -> recent call times
 
-    async def __call__(self, signature, columns: dict, rows: int | None) -> dict:
-        """The outputs of ``call(signature, columns)``; ``rows``: the request's batch size
-        (None if unknown)."""
-        key = (id(signature), (rows or 0).bit_length())
+    async def __call__(self, signature, columns: dict) -> dict:
+        """The outputs of ``call(signature, columns)``."""
+        key = (id(signature), _shapes(columns))
         recent = self._seconds.get(key)
         if recent and len(recent) >= 3 and statistics.median(recent) < self._inline_seconds:
             return self._timed(key, signature, columns)
@@ -63,3 +66,18 @@ class Dispatcher:
             if recent is None:
                 recent = self._seconds[key] = collections.deque(maxlen=_RECENT)
             recent.append(time.perf_counter() - start)
+
+
+def _shapes(columns: dict) -> tuple:
+    """What decides the program a call runs: each input's shape (an array's; a list's
+    length and, for a list of lists, the longest, to which the signature pads them)."""
+    shapes = []
+    for name, value in columns.items():
+        if isinstance(value, np.ndarray):
+            shapes.append((name, value.shape))
+        elif isinstance(value, (list, tuple)):
+            widths = [len(v) for v in value if isinstance(v, (list, tuple, np.ndarray))]
+            shapes.append((name, len(value), max(widths, default=-1)))
+        else:
+            shapes.append((name, None))
+    return tuple(sorted(shapes))  # names are unique: only they are compared
