@@ -130,3 +130,17 @@ def test_each_input_shape_is_timed_on_its_own():
         *(False, False, False, True),
         *(False, True),
     ]
+
+
+def test_a_new_versions_signature_starts_in_threads():
+    # A new version's signature compiles its programs again: its calls are timed afresh
+    # (by the object, not by an id that a collected signature's successor may reuse).
+    async def run():
+        dispatch = Dispatcher(lambda s, c: s(**c), threads=2)
+        old, new = _TimedSignature(), _TimedSignature()
+        for signature in (old, old, old, old, new):
+            await dispatch(signature, {"x": [0]})
+        loop_thread = threading.get_ident()
+        return [[t == loop_thread for t in s.threads] for s in (old, new)]
+
+    assert asyncio.run(run()) == [[False, False, False, True], [False]]

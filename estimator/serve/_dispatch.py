@@ -5,6 +5,7 @@ worker thread."""
 import collections
 import statistics
 import time
+import weakref
 
 import anyio
 import numpy as np
@@ -45,26 +46,29 @@ class Dispatcher:
         self._call = call
         self._limiter = anyio.CapacityLimiter(threads)
         self._inline_seconds = inline_seconds
-        self._seconds: dict = {}  # (id(signature), input shapes) -> recent call times
+        # signature -> {input shapes: recent call times}; a new version's signatures start
+        # afresh (their programs compile again).
+        self._seconds: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     async def __call__(self, signature, columns: dict) -> dict:
         """The outputs of ``call(signature, columns)``."""
-        key = (id(signature), _shapes(columns))
-        recent = self._seconds.get(key)
+        shapes = _shapes(columns)
+        recent = self._seconds.get(signature, {}).get(shapes)
         if recent and len(recent) >= 3 and statistics.median(recent) < self._inline_seconds:
-            return self._timed(key, signature, columns)
+            return self._timed(shapes, signature, columns)
         return await anyio.to_thread.run_sync(
-            self._timed, key, signature, columns, limiter=self._limiter
+            self._timed, shapes, signature, columns, limiter=self._limiter
         )
 
-    def _timed(self, key, signature, columns: dict) -> dict:
+    def _timed(self, shapes: tuple, signature, columns: dict) -> dict:
         start = time.perf_counter()
         try:
             return self._call(signature, columns)
         finally:
-            recent = self._seconds.get(key)
+            by_shapes = self._seconds.setdefault(signature, {})
+            recent = by_shapes.get(shapes)
             if recent is None:
-                recent = self._seconds[key] = collections.deque(maxlen=_RECENT)
+                recent = by_shapes[shapes] = collections.deque(maxlen=_RECENT)
             recent.append(time.perf_counter() - start)
 
 
