@@ -190,12 +190,11 @@ def runner(
     were short (under 2 ms), else in a worker thread. Without batching at most
     ``num_threads`` calls run in threads at once (None or 0: the CPU count;
     ``--tensorflow_inter_op_parallelism``), the others waiting in arrival order; with
-    batching, ``num_batch_threads`` merged calls. A
-    call holds Python's lock for its host work and the CPU for the model, so more calls at
-    once only share the same cores out of order: with up to 40 at once (Starlette's thread
-    pool), REST at 64 clients on 2 cores served 381-418 requests/s with a p99 of 3.7-4.4x
-    the mean latency, against 532-587 and 1.2-1.3x with 2 (``benchmarks/serving_load.py``,
-    an earlier machine).
+    batching, ``num_batch_threads`` merged calls. A call holds Python's lock for its host
+    work and the CPU for the model, so more calls at once only share the same cores out of
+    order: with up to 40 at once (Starlette's thread pool), REST at 64 clients on 2 cores
+    served 381-418 requests/s with a p99 of 3.7-4.4x the mean latency, against 532-587 and
+    1.2-1.3x with 2 (``benchmarks/serving_load.py``, an earlier machine).
     """
     threads = num_threads or os.cpu_count() or 1
     if max_batch_size is None:

@@ -8,10 +8,9 @@ TF's message when it has none), a ``VarLenFeature`` keeps each example's list (t
 pads them as it pads REST's lists), or, when every example has one value, one value per
 example (as REST's rows give it: the signature reads ``[batch]`` as ``[batch, 1]``, which
 the padded lists would be, without padding them). A signature without a feature spec (a
-raw receiver)
-takes each input from the feature of the same name: a ``FixedLenFeature`` of the input's
-shape without the batch dimension (a ``VarLenFeature`` where that shape is not known), of
-the tf.Example value type its dtype is read from (``float_list`` for floats,
+raw receiver) takes each input from the feature of the same name: a ``FixedLenFeature`` of
+the input's shape without the batch dimension (a ``VarLenFeature`` where that shape is not
+known), of the tf.Example value type its dtype is read from (``float_list`` for floats,
 ``int64_list`` for integers, ``bytes_list`` for strings).
 
 Speed: ``parse_example``'s batch reader costs about a millisecond per call whatever the
