@@ -144,3 +144,23 @@ def test_a_new_versions_signature_starts_in_threads():
         return [[t == loop_thread for t in s.threads] for s in (old, new)]
 
     assert asyncio.run(run()) == [[False, False, False, True], [False]]
+
+
+def test_serialized_examples_parsed_by_the_signature_always_run_in_threads():
+    # Their parsed shapes (a VarLenFeature's width) are known only inside the call, where a
+    # new width compiles: such a call never runs on the loop, however short the last were.
+    class Parsing(_TimedSignature):
+        accepts_examples = True
+
+        def __call__(self, **columns) -> dict:
+            return super().__call__(x=columns["examples"])
+
+    async def run():
+        dispatch = Dispatcher(lambda s, c: s(**c), threads=2)
+        signature = Parsing()
+        for _ in range(5):
+            await dispatch(signature, {"examples": [b""]})
+        loop_thread = threading.get_ident()
+        return [t == loop_thread for t in signature.threads]
+
+    assert asyncio.run(run()) == [False] * 5

@@ -10,6 +10,8 @@ import weakref
 import anyio
 import numpy as np
 
+from estimator.export._loader import EXAMPLES
+
 INLINE_SECONDS = 0.002  # a call this short (median of the recent ones) runs on the loop
 _RECENT = 5  # calls remembered per signature and input shapes
 
@@ -52,9 +54,14 @@ class Dispatcher:
 
     async def __call__(self, signature, columns: dict) -> dict:
         """The outputs of ``call(signature, columns)``."""
-        shapes = _shapes(columns)
+        shapes = _shapes(signature, columns)
         recent = self._seconds.get(signature, {}).get(shapes)
-        if recent and len(recent) >= 3 and statistics.median(recent) < self._inline_seconds:
+        if (
+            shapes is not None
+            and recent
+            and len(recent) >= 3
+            and statistics.median(recent) < self._inline_seconds
+        ):
             return self._timed(shapes, signature, columns)
         return await anyio.to_thread.run_sync(
             self._timed, shapes, signature, columns, limiter=self._limiter
@@ -72,9 +79,14 @@ class Dispatcher:
             recent.append(time.perf_counter() - start)
 
 
-def _shapes(columns: dict) -> tuple:
+def _shapes(signature, columns: dict) -> tuple | None:
     """What decides the program a call runs: each input's shape (an array's; a list's
-    length and, for a list of lists, the longest, to which the signature pads them)."""
+    length and, for a list of lists, the longest, to which the signature pads them). None
+    for serialized ``tf.Example``s that the signature parses itself: the parsed shapes (a
+    ``VarLenFeature``'s width) are known only inside the call, so it always runs in a
+    thread."""
+    if getattr(signature, "accepts_examples", False) and EXAMPLES in columns:
+        return None
     shapes = []
     for name, value in columns.items():
         if isinstance(value, np.ndarray):

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 import grpc
 import numpy as np
 
+from estimator.export._loader import EXAMPLES  # serialized tf.Examples (TF's name)
 from estimator.serve import _examples
 from estimator.serve._app import ServingError
 from estimator.serve._models import ModelWatcher
@@ -41,7 +42,6 @@ from estimator.serve._tensors import (
 )
 
 DEFAULT_SIGNATURE = "serving_default"
-EXAMPLES = "examples"  # a parsing signature's input of serialized tf.Examples (TF's name)
 PREDICT = "tensorflow/serving/predict"
 CLASSIFY = "tensorflow/serving/classify"
 REGRESS = "tensorflow/serving/regress"
