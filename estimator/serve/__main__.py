@@ -6,9 +6,8 @@ choice). Both run in one event loop over the same loaded versions and batcher.
 
 The loop is asyncio's own, not uvloop's: short model calls run on the loop's thread
 (``estimator.serve._dispatch``), and with a loop that busy uvloop answered some REST
-connections far later than the rest (with ``benchmarks/serving_load.py``'s ``wrk`` load at
-64 clients, one row per request: a p99 of 7-12x the mean latency, against 1.2x with
-asyncio's loop at the same throughput).
+connections far later than the rest (a p99 many times the mean under
+``benchmarks/serving_load.py``'s load, where asyncio's loop keeps it near the mean).
 """
 
 import argparse
