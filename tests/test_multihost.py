@@ -428,17 +428,20 @@ def test_a_killed_worker_fails_the_chief_quickly_and_a_restart_resumes(tmp_path)
     assert chief_result["metrics"]["global_step"] == complete + 3
 
 
-def test_restore_fallback_in_a_job_resumes_every_process_from_the_same_checkpoint(tmp_path):
+@pytest.mark.parametrize("devices", [1, 2])
+def test_restore_fallback_in_a_job_resumes_every_process_from_the_same_checkpoint(
+    tmp_path, devices
+):
     """RunConfig(restore_fallback=True) in a chief + worker job whose latest checkpoint is
     damaged: both resume from the intact one before it, and the chief alone moves the
     damaged one aside. The worker starts reading each checkpoint 1 s late (a slower host),
     when the chief has already moved the damaged one: a checkpoint gone reads as damaged
     (every read error is a DataLossError), so the worker falls back to the same one."""
     model_dir = tmp_path / "job"
-    _job(model_dir, "--steps", "6", devices=1)  # checkpoints at steps 0, 3 and 6
+    _job(model_dir, "--steps", "6", devices=devices)  # checkpoints at steps 0, 3 and 6
     damaged = model_dir / "model.ckpt_6"
     _flip(_largest_data_file(str(damaged), "variables"))
-    chief, worker = _job(model_dir, "--steps", "3", "--restore-fallback", "1", devices=1)
+    chief, worker = _job(model_dir, "--steps", "3", "--restore-fallback", "1", devices=devices)
     # Resumed from step 3 (not 0, not the damaged 6): 3 more steps end at 6.
     assert chief["metrics"]["global_step"] == worker["metrics"]["global_step"] == 6
     assert chief["w"] == worker["w"]
@@ -470,14 +473,15 @@ def test_train_and_evaluate_with_an_evaluator_task(tmp_path, devices):
 
 
 @pytest.mark.slow
-def test_train_and_evaluate_every_n_steps_on_the_chief_and_workers(tmp_path):
+@pytest.mark.parametrize("devices", [1, 2])
+def test_train_and_evaluate_every_n_steps_on_the_chief_and_workers(tmp_path, devices):
     """EvalSpec(every_n_steps=3) in a chief + worker job (no evaluator task): both evaluate
     their shards at step 3 and get the merged result; the early-stopping hook (the chief's
     decision, broadcast) stops both at that step; the chief alone exported (BestExporter)
     and wrote the evaluation."""
     model_dir = tmp_path / "job"
     chief, worker = _job(
-        model_dir, "--train-and-evaluate", "--every-n-steps", "3", "--steps", "9", devices=1
+        model_dir, "--train-and-evaluate", "--every-n-steps", "3", "--steps", "9", devices=devices
     )
     assert chief["metrics"]["global_step"] == worker["metrics"]["global_step"] == 3
     assert worker["metrics"]["mae"] == pytest.approx(chief["metrics"]["mae"], abs=1e-7)
