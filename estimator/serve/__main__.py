@@ -19,7 +19,8 @@ import uvicorn
 
 from estimator.serve._app import build_app, runner
 from estimator.serve._config import read_model_config
-from estimator.serve._grpc import Servicer, start_server
+from estimator.serve._grpc import Servicer
+from estimator.serve._grpc_server import start_server
 from estimator.serve._models import ModelWatcher
 
 

@@ -7,8 +7,9 @@ the same loaded versions as the REST app.
 ``get_model_status_impl.cc`` and ``server_core.cc``: the same defaults (an empty
 ``signature_name`` is ``serving_default``), checks, status codes and messages. Requests
 are parsed in the handler (so a malformed message is an INVALID_ARGUMENT naming the
-message type, not a bare INTERNAL) and run in a worker thread or through the shared
-:class:`~estimator.serve._batching.Batcher`; the event loop never runs a model.
+message type, not a bare INTERNAL) and run by the REST app's runner (the shared
+:class:`~estimator.serve._dispatch.Dispatcher`, through the
+:class:`~estimator.serve._batching.Batcher` when batching is on).
 
 Where this server differs from TF Serving (because an export is not a TF graph):
 ``Classify``/``Regress`` parse the ``tf.Example``s with the export's feature spec
@@ -21,7 +22,6 @@ by name or, as TF's, serialized ``tf.Example``s under ``examples``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 
 import grpc
@@ -31,7 +31,7 @@ from estimator.export._loader import EXAMPLES  # serialized tf.Examples (TF's na
 from estimator.serve import _examples
 from estimator.serve._app import ServingError
 from estimator.serve._models import ModelWatcher
-from estimator.serve._protos import MODEL_SERVICE, PREDICTION_SERVICE, messages
+from estimator.serve._protos import messages
 from estimator.serve._tensors import (
     TensorError,
     data_type,
@@ -46,7 +46,6 @@ PREDICT = "tensorflow/serving/predict"
 CLASSIFY = "tensorflow/serving/classify"
 REGRESS = "tensorflow/serving/regress"
 _CODE = grpc.StatusCode
-_LOG = logging.getLogger(__name__)
 
 
 class GrpcError(Exception):
@@ -416,78 +415,4 @@ def _tensor_info(name: str, spec: dict, out) -> None:
         out.tensor_shape.dim.add().size = size if isinstance(size, int) else -1
 
 
-def handlers(servicer: Servicer) -> list:
-    """The generic handlers of both services (raw bytes in and out: parsing is the
-    servicer's, so that a malformed message gets a clear status)."""
-
-    def unary(method):
-        async def handle(data: bytes, context):
-            try:
-                return await method(data, context)
-            except GrpcError as err:
-                code, message = err.code, err.message
-            except Exception as err:  # a failure inside the model: logged, INTERNAL
-                _LOG.exception("%s failed", method.__name__)
-                code, message = _CODE.INTERNAL, f"{type(err).__name__}: {err}"
-            await context.abort(code, message)
-
-        return grpc.unary_unary_rpc_method_handler(handle)
-
-    prediction = {
-        "Predict": servicer.predict,
-        "Classify": servicer.classify,
-        "Regress": servicer.regress,
-        "MultiInference": servicer.multi_inference,
-        "GetModelMetadata": servicer.get_model_metadata,
-    }
-    model = {
-        "GetModelStatus": servicer.get_model_status,
-        "HandleReloadConfigRequest": servicer.handle_reload_config_request,
-    }
-    return [
-        grpc.method_handlers_generic_handler(
-            PREDICTION_SERVICE, {k: unary(v) for k, v in prediction.items()}
-        ),
-        grpc.method_handlers_generic_handler(
-            MODEL_SERVICE, {k: unary(v) for k, v in model.items()}
-        ),
-    ]
-
-
-async def start_server(
-    servicer: Servicer, host: str, port: int, max_message_bytes: int
-) -> grpc.aio.Server:
-    """Starts a ``grpc.aio`` server on ``host:port`` for ``servicer``.
-
-    Args:
-      servicer: the :class:`Servicer`.
-      host: the address to bind (``0.0.0.0`` for all interfaces).
-      port: the port (TF Serving's ``--port``, 8500 by default).
-      max_message_bytes: larger requests are refused by gRPC with RESOURCE_EXHAUSTED.
-
-    Returns:
-      The started server (``await server.stop(grace)`` ends it).
-
-    Raises:
-      RuntimeError: if the port cannot be bound.
-    """
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.max_send_message_length", -1),
-            ("grpc.so_reuseport", 0),
-        ]
-    )
-    server.add_generic_rpc_handlers(handlers(servicer))
-    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    try:
-        bound = server.add_insecure_port(address)
-    except RuntimeError as err:
-        raise RuntimeError(f"Could not bind the gRPC port {address}: {err}") from None
-    if not bound:
-        raise RuntimeError(f"Could not bind the gRPC port {address}: is it in use?")
-    await server.start()
-    return server
-
-
-__all__ = ["GrpcError", "Servicer", "handlers", "start_server"]
+__all__ = ["GrpcError", "Servicer"]
