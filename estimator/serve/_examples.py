@@ -83,16 +83,18 @@ def _direct(spec: dict, examples: list, one_each: bool = False) -> dict | None:
     out: dict = {}
     for name, fixed, kind, size, shape, dtype, default in plan:
         values = []
+        ones = one_each and not fixed  # every example has one value so far
         for entries in maps:
-            if name not in entries:
+            entry = entries.get(name)
+            if entry is None:
                 if fixed and default is None:
                     return None
                 if fixed:
                     values.extend(default)
                 else:
                     values.append([])
+                    ones = False
                 continue
-            entry = entries[name]
             if entry.WhichOneof("kind") != kind:
                 return None
             listed = getattr(entry, kind).value
@@ -101,8 +103,9 @@ def _direct(spec: dict, examples: list, one_each: bool = False) -> dict | None:
                     return None
                 values.extend(listed)
             else:
-                values.append(list(listed))
-        if one_each and not fixed and all(len(v) == 1 for v in values):
+                values.append(listed)
+                ones = ones and len(listed) == 1
+        if ones:
             # One value per example, as REST's rows give it (the signature reads [batch]
             # as [batch, 1], what padding the lists would give, without the padding).
             out[name] = [v[0] for v in values]
@@ -115,7 +118,7 @@ def _direct(spec: dict, examples: list, one_each: bool = False) -> dict | None:
                 flat = np.asarray(values, dtype)
             out[name] = flat.reshape((len(maps), *shape))
         else:
-            out[name] = values
+            out[name] = [list(v) for v in values]
     return out
 
 
