@@ -21,6 +21,7 @@ from estimator.serve._app import build_app, runner
 from estimator.serve._config import read_model_config
 from estimator.serve._grpc import Servicer
 from estimator.serve._grpc_server import start_server
+from estimator.serve._heap import FrozenHeap
 from estimator.serve._models import ModelWatcher
 
 
@@ -145,11 +146,13 @@ def main(argv=None) -> None:
             f"{args.tensorflow_inter_op_parallelism}."
         )
     watchers = _watchers(args, parser)
+    heap = FrozenHeap(watchers, args.file_system_poll_wait_seconds)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         with asyncio.Runner() as runner_:
             runner_.run(_serve(args, watchers))
     finally:
+        heap.close()
         for watcher in watchers.values():
             watcher.close()
 
