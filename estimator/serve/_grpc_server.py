@@ -70,11 +70,11 @@ async def start_server(
     connections over them) take new calls side by side, on the same event loop, with the
     same servicer. Census ``LinearClassifier``, 64 clients, one row per request
     (``benchmarks/serving_load.py`` on this project's 2-core machine): one server answered
-    3,443-3,572 requests/s with batching and 1,259-1,284 without (2026-11-28), eight
-    4,688 and 1,422 (2026-11-29). Sixteen answered 4,696 with batching, but without it the
-    p99 latency rose to 3.2x the mean: the kernel's hash gives some servers more
-    connections than others, and each server takes one call per turn, so clients on a
-    crowded server wait longer.
+    3,443-3,572 requests/s with batching and 1,259-1,284 without (2026-11-28, two runs),
+    eight 4,120-5,017 and 1,380-1,458 (2026-11-29, eight runs). Sixteen answered 4,696 with
+    batching, but without it the p99 latency rose to 3.2x the mean: the kernel's hash gives
+    some servers more connections than others, and each server takes one call per turn, so
+    clients on a crowded server wait longer.
 
     The port is first checked free with a plain bind (no ``SO_REUSEPORT``), so a port that
     another process or server holds is an error here, not a port shared with it. (gRPC's
