@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import uuid
+from http import HTTPStatus
 
 import httpx
 import numpy as np
@@ -123,8 +124,28 @@ def _exact_multipart(emulator):
     return read_data
 
 
+def _generation_headers(objects):
+    """The emulator's object download, with the ``x-goog-generation`` and
+    ``x-goog-metageneration`` headers real GCS sends. Without them TensorStore reads an
+    object's generation as 0 and refuses a write conditioned on it ("Malformed
+    StorageGeneration"). OCDBT conditions its manifest's writes on the generation it last
+    saw, and when it had read the manifest back (under CPU load: three processes compiling
+    beside the test), a training child's save failed (1 run in 6)."""
+    download = objects.download
+
+    def with_generation(request, response, storage, *args, **kwargs):
+        download(request, response, storage, *args, **kwargs)
+        if response.status in (HTTPStatus.OK, HTTPStatus.PARTIAL_CONTENT):
+            obj = storage.get_file_obj(request.params["bucket_name"], request.params["object_id"])
+            response["x-goog-generation"] = obj["generation"]
+            response["x-goog-metageneration"] = obj["metageneration"]
+
+    return with_generation
+
+
 def _gcs():
     from gcp_storage_emulator import server as emulator
+    from gcp_storage_emulator.handlers import objects
 
     class Handler(emulator.RequestHandler):
         """Requests handled one at a time (the emulator's storage is not thread-safe)."""
@@ -159,13 +180,14 @@ def _gcs():
     port = _free_port()
     server = emulator.create_server("127.0.0.1", port, in_memory=True)
     server._api = ThreadedAPI("127.0.0.1", port, server._storage, daemon=True)
-    read_data = emulator._read_data
+    read_data, download = emulator._read_data, objects.download
     emulator._read_data = _exact_multipart(emulator)
+    objects.download = _generation_headers(objects)  # objects.get (?alt=media) calls it
     server.start()
 
     def stop():
         server.stop()
-        emulator._read_data = read_data
+        emulator._read_data, objects.download = read_data, download
 
     # NO_GCE_CHECK: google-auth's switch for machines off Google Compute Engine; without
     # it, finding no credentials, it pings the metadata server (gcsfs asks it for the
