@@ -48,12 +48,10 @@ class FrozenHeap:
         self._served = self._versions()
         self.freezes = 0  # how many times the heap was frozen (tests)
         self._freeze()
-        self._thread = None
         if poll_seconds > 0:
-            self._thread = threading.Thread(
+            threading.Thread(
                 target=self._poll, args=(poll_seconds,), daemon=True, name="frozen-heap"
-            )
-            self._thread.start()
+            ).start()
 
     def _versions(self) -> tuple:
         return tuple((name, w.version) for name, w in sorted(self._watchers.items()))
@@ -69,7 +67,6 @@ class FrozenHeap:
             served = self._versions()
             if served == self._served:
                 continue
-            self._served = served
             gc.unfreeze()  # the replaced version can be collected once released
             if self._stop.wait(self._settle):
                 return
