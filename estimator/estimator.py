@@ -23,6 +23,7 @@ import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import distribute, platform
+from estimator.engine.interrupt import SignalGuard
 from estimator.engine.model_dir_lock import ModelDirLock
 from estimator.engine.runtime import Runtime
 from estimator.export import _writer
@@ -260,8 +261,10 @@ class Estimator:
         hooks = check_hooks(hooks)
         saving_listeners = check_listeners(saving_listeners)
         chief = self._runtime.is_chief
-        with ModelDirLock(self.model_dir) if chief else contextlib.nullcontext():
-            self._train_locked(input_fn, hooks, steps, max_steps, saving_listeners)
+        # A Ctrl-C that Python swallows is raised again (estimator.engine.interrupt).
+        with SignalGuard(defer=False):
+            with ModelDirLock(self.model_dir) if chief else contextlib.nullcontext():
+                self._train_locked(input_fn, hooks, steps, max_steps, saving_listeners)
         return self
 
     def _train_locked(self, input_fn, hooks, steps, max_steps, saving_listeners) -> None:
@@ -323,7 +326,8 @@ class Estimator:
         if progress is not None:
             hooks.append(progress)
         path = self._runtime.resolve_checkpoint(checkpoint_path, "evaluate")
-        return self._runtime.evaluate(input_fn, steps, hooks, name, path)
+        with SignalGuard(defer=False):  # see train()
+            return self._runtime.evaluate(input_fn, steps, hooks, name, path)
 
     # ----- predict ----------------------------------------------------------------------
     def predict(

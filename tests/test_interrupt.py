@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import weakref
 
 import numpy as np
 import optax
@@ -27,6 +28,8 @@ import estimator as est
 
 def model_fn(features, labels, mode):
     logits = est.layers.dense(features["x"], 1)[:, 0]
+    if mode == est.ModeKeys.PREDICT:
+        return est.EstimatorSpec(mode, predictions={"p": logits})
     loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
     return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.1), predictions={"p": logits})
 
@@ -110,6 +113,81 @@ def test_user_signal_handlers_are_left_alone(tmp_path):
         assert seen == [signal.SIGINT]  # the program's handler ran; training went on
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+class _Garbage:
+    pass
+
+
+def _swallowed_ctrl_c():
+    """Ctrl-C landing in a weakref callback, as when a finished step's garbage is freed:
+    Python prints "Exception ignored in ..." and drops the KeyboardInterrupt."""
+    garbage = _Garbage()
+    ref = weakref.ref(garbage, lambda _: signal.raise_signal(signal.SIGINT))
+    del garbage  # the callback runs here
+    return ref
+
+
+class SwallowedAtBegin(est.SessionRunHook):
+    def begin(self):
+        _swallowed_ctrl_c()
+
+
+@pytest.fixture
+def swallowed(monkeypatch):
+    """The exceptions Python swallowed (``sys.unraisablehook``) during the test."""
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(type(u.exc_value)))
+    return seen
+
+
+def test_python_swallows_a_ctrl_c_in_a_weakref_callback(swallowed):
+    # The premise of the tests below: with Python's own handler (and so in TF) this Ctrl-C
+    # is lost and the program goes on.
+    _swallowed_ctrl_c()
+    assert swallowed == [KeyboardInterrupt]
+
+
+def test_a_swallowed_ctrl_c_in_train_is_raised_at_the_first_step(tmp_path, swallowed):
+    e = _estimator(tmp_path)
+    steps = []
+
+    class Count(est.SessionRunHook):
+        def after_run(self, run_context, run_values):
+            steps.append(run_context.session.global_step)
+
+    with pytest.raises(KeyboardInterrupt):
+        e.train(input_fn(), steps=100, hooks=[SwallowedAtBegin(), Count()])
+    # TF: the 100 steps run. Here the loop stops after its first step; the checkpoint of
+    # step 0 is complete, and the handler is Python's again.
+    assert swallowed == [KeyboardInterrupt] and steps == [1]
+    assert e.latest_checkpoint().endswith("_0")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    e.train(input_fn(), steps=2)
+    assert e.get_variable_value("global_step") == 2
+
+
+def test_a_swallowed_ctrl_c_in_evaluate_is_raised_and_writes_no_results(tmp_path, swallowed):
+    e = _estimator(tmp_path)
+    e.train(input_fn(), steps=2)
+    with pytest.raises(KeyboardInterrupt):
+        e.evaluate(input_fn(1), hooks=[SwallowedAtBegin()])
+    assert swallowed == [KeyboardInterrupt]
+    assert not os.path.exists(os.path.join(str(tmp_path), "eval"))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_swallowed_ctrl_c_in_predict_is_raised_with_the_batch(tmp_path, swallowed):
+    e = _estimator(tmp_path)
+    e.train(input_fn(), steps=2)
+    features = est.inputs.numpy_input_fn({"x": X}, batch_size=8, shuffle=False)
+    predictions = e.predict(features, hooks=[SwallowedAtBegin()])
+    with pytest.raises(KeyboardInterrupt):
+        next(predictions)  # TF: the first prediction
+    assert swallowed == [KeyboardInterrupt]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Between the predictions the caller's code keeps Python's handler.
+    assert len(list(e.predict(features))) == len(X)
 
 
 def test_preemption_checkpoint_can_be_turned_off():

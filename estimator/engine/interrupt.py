@@ -16,10 +16,16 @@ SIGTERM into a request that the loop honours after the current step:
   ``RunConfig(save_checkpoint_on_preemption=False)`` keeps TF's behaviour (the default
   action of SIGTERM: the process ends at once).
 
-Outside the loop (building, compiling, restoring) the signals keep their usual effect,
-so a long compile is still interrupted at once. The guard is installed only in the main
-thread and only over Python's default handlers: a handler the program installed itself
-is left alone.
+Outside the loop (building, compiling, restoring, and ``predict()`` between its batches)
+Ctrl-C still raises ``KeyboardInterrupt`` at once, so a long compile is still interrupted,
+but it is not lost. Python swallows an exception raised in a ``__del__`` method or a weakref
+callback (it prints "Exception ignored in ..." and goes on), and a Ctrl-C that lands in one,
+as the garbage of a finished step is freed, is gone: TF's program goes on as if no key
+was pressed. Here such a Ctrl-C is raised again at the next step boundary, or when the
+``train()``/``evaluate()`` call or ``predict()``'s batch ends.
+
+The guards are installed only in the main thread and only over Python's default handlers
+(or a guard's own): a handler the program installed itself is left alone.
 """
 
 from __future__ import annotations
@@ -40,13 +46,20 @@ class SignalGuard:
     each step and stops when it is set. After the loop, :meth:`raise_if_received` raises
     what the signal asked for.
 
+    With ``defer=False`` (around a whole call, or a batch of ``predict()``) SIGINT raises
+    ``KeyboardInterrupt`` at once, as Python's own handler does, and is remembered: when
+    Python swallowed it (a ``__del__`` or weakref callback), leaving the guard raises it
+    again, and a deferring guard entered inside it stops its loop after the first step.
+
     Args:
       sigterm: also defer SIGTERM (preemption); else it keeps its default action.
+      defer: defer the signals to the step boundary; else raise at once and remember.
     """
 
-    def __init__(self, sigterm: bool = True) -> None:
-        self._signals = [signal.SIGINT] + ([signal.SIGTERM] if sigterm else [])
+    def __init__(self, sigterm: bool = True, defer: bool = True) -> None:
+        self._signals = [signal.SIGINT] + ([signal.SIGTERM] if sigterm and defer else [])
         self._previous: dict = {}
+        self.defer = defer
         self.signum: int | None = None
 
     def __enter__(self) -> SignalGuard:
@@ -55,13 +68,19 @@ class SignalGuard:
             return self
         for signum in self._signals:
             current = signal.getsignal(signum)
-            if current in (signal.default_int_handler, signal.SIG_DFL):
-                self._previous[signum] = current
-                signal.signal(signum, self._handle)
+            outer = getattr(current, "__self__", None)
+            if isinstance(outer, SignalGuard) and not outer.defer:
+                self.signum = outer.signum  # a Ctrl-C swallowed before this loop
+            elif current not in (signal.default_int_handler, signal.SIG_DFL):
+                continue
+            self._previous[signum] = current
+            signal.signal(signum, self._handle)
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type, *exc_info) -> None:
         self._restore()
+        if exc_type is None and not self.defer:
+            self.raise_if_received()  # a Ctrl-C that Python swallowed
 
     def _restore(self) -> None:
         for signum, handler in self._previous.items():
@@ -69,6 +88,9 @@ class SignalGuard:
         self._previous.clear()
 
     def _handle(self, signum, frame) -> None:
+        if not self.defer:
+            self.signum = signum
+            _raise(signum)
         if self.signum is not None:  # the second signal: at once
             self._restore()
             _raise(signum)

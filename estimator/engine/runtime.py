@@ -501,7 +501,19 @@ class Runtime:
     # ----- predict ----------------------------------------------------------------------
     def predict(self, input_fn, predict_keys, hooks, path, yield_single_examples: bool) -> Iterator:
         """Yields predictions (see ``Estimator.predict``); the next batch is computed on
-        the device while the current one is yielded."""
+        the device while the current one is yielded. A Ctrl-C that Python swallows while
+        a batch is made is raised again when it is ready (``estimator.engine.interrupt``);
+        the caller's code between the predictions keeps Python's handler."""
+        batches = self._predicted_batches(input_fn, predict_keys, hooks, path)
+        while True:
+            with SignalGuard(defer=False):
+                batch = next(batches, None)
+            if batch is None:
+                return
+            yield from examples(batch, yield_single_examples)
+
+    def _predicted_batches(self, input_fn, predict_keys, hooks, path) -> Iterator:
+        """Yields the batches of predictions on the host, one batch ahead on the device."""
         compiler = self.compiler(ModeKeys.PREDICT)
         prefetcher = self._prefetcher(input_fn, ModeKeys.PREDICT)
         try:
@@ -528,9 +540,9 @@ class Runtime:
         for _ in loop_steps(session, all_hooks, prefetcher):
             # One batch ahead: yield the previous batch's predictions while this one runs.
             while len(pending) > 1:
-                yield from examples(self._host(pending.pop(0), predict_keys), yield_single_examples)
+                yield self._host(pending.pop(0), predict_keys)
         while pending:
-            yield from examples(self._host(pending.pop(0), predict_keys), yield_single_examples)
+            yield self._host(pending.pop(0), predict_keys)
 
     def _host(self, predictions, predict_keys):
         """A batch's predictions on the host: this process's rows in a multi-process job."""
