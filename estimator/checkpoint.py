@@ -104,12 +104,19 @@ def _way_back(path: str) -> str:
 
 def _corrupt(path: str, item: str, err: BaseException | str) -> DataLossError:
     """The error for a checkpoint whose ``item`` cannot be read (``err``: the exception) or
-    is inconsistent (``err``: what is wrong)."""
-    what = (
-        f"is inconsistent: {err}"
-        if isinstance(err, str)
-        else f"cannot be read ({type(err).__name__}: {err})"
-    )
+    is inconsistent (``err``: what is wrong). A missing item, or a checkpoint gone since it
+    was found (another process's ``restore_fallback`` moved it aside), is said plainly:
+    orbax's exceptions for them (``AttributeError`` of a ``None`` metadata) do not say it."""
+    if isinstance(err, str):
+        what = f"is inconsistent: {err}"
+    elif fs.exists(fs.join(path, item)):
+        what = f"cannot be read ({type(err).__name__}: {err})"
+    elif not fs.exists(path):
+        return DataLossError(
+            f"The checkpoint {path} is gone: it was moved or deleted after it was found."
+        )
+    else:
+        what = "is missing"
     return DataLossError(
         f"The checkpoint {path} is corrupt: {fs.join(path, item)} {what}. {_way_back(path)}"
     )

@@ -135,6 +135,26 @@ def test_damaged_checkpoint_files_are_named(tmp_path, item, content, named):
     assert os.path.basename(e2.latest_checkpoint()) == "model.ckpt_1"
 
 
+def test_a_missing_item_or_a_checkpoint_gone_is_said_plainly(tmp_path):
+    e = est.Estimator(model_fn, str(tmp_path))
+    e.train(feed(), steps=2)
+    checkpoint = os.path.join(str(tmp_path), "model.ckpt_2")
+    shutil.rmtree(os.path.join(checkpoint, "variables"))
+    # orbax's own error here: "AttributeError: 'NoneType' object has no attribute 'tree'".
+    with pytest.raises(est.checkpoint.DataLossError) as info:
+        est.checkpoint.verify_checkpoint(checkpoint)
+    assert str(info.value).startswith(
+        f"The checkpoint {checkpoint} is corrupt: {checkpoint}/variables is missing. "
+        f"Delete or move {checkpoint} (training then resumes from the previous checkpoint"
+    )
+    shutil.rmtree(checkpoint)  # as another process's restore_fallback moves it aside
+    with pytest.raises(est.checkpoint.DataLossError) as info:
+        est.checkpoint.verify_checkpoint(checkpoint)
+    assert str(info.value) == (
+        f"The checkpoint {checkpoint} is gone: it was moved or deleted after it was found."
+    )
+
+
 def test_a_width_change_on_the_same_estimator_gets_the_fresh_estimators_message(tmp_path):
     # Issue 14 requirement 4: the state kept in memory after train() must not meet a model
     # whose variables changed shape (it gave JAX's "Argument types differ ...").
