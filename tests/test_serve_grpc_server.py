@@ -72,7 +72,12 @@ def test_every_server_on_the_port_answers_and_stop_frees_the_port(acceptors):
 
     answers = asyncio.run(main())
     assert answers == [(grpc.StatusCode.NOT_FOUND, MESSAGE)] * (4 * acceptors)
-    with socket.socket() as again:  # a plain bind (no SO_REUSEPORT): nothing holds the port
+    # Nothing listens on the port: a bind without SO_REUSEPORT succeeds. With SO_REUSEADDR,
+    # as the next server's (gRPC's and _check_free's): connections the servers closed first
+    # stay in TIME_WAIT on this port for a minute, and a bind without it would fail on
+    # them (it did in 38 of 60 runs beside two busy loops); a listener would fail it still.
+    with socket.socket() as again:
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         again.bind((HOST, port))
 
 
