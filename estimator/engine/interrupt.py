@@ -16,22 +16,24 @@ SIGTERM into a request that the loop honours after the current step:
   ``RunConfig(save_checkpoint_on_preemption=False)`` keeps TF's behaviour (the default
   action of SIGTERM: the process ends at once).
 
-Outside the loop (building, compiling, restoring, and ``predict()`` between its batches)
-Ctrl-C still raises ``KeyboardInterrupt`` at once, so a long compile is still interrupted,
-but it is not lost. Python swallows an exception raised in a ``__del__`` method or a weakref
-callback (it prints "Exception ignored in ..." and goes on), and a Ctrl-C that lands in one,
-as the garbage of a finished step is freed, is gone: TF's program goes on as if no key
-was pressed. Here such a Ctrl-C is raised again at the next step boundary, or when the
-``train()``/``evaluate()`` call or ``predict()``'s batch ends.
+Outside the loop (building, compiling, restoring, and ``predict()``) Ctrl-C keeps Python's
+handler: ``KeyboardInterrupt`` at once, so a long compile is still interrupted. But Python
+swallows an exception raised in a ``__del__`` method or a weakref callback (it prints
+"Exception ignored in ..." and goes on), and a Ctrl-C that lands in one, as the garbage of
+a finished step is freed, is lost: TF's program goes on as if no key was pressed. Here,
+while ``train()``/``evaluate()`` runs or ``predict()`` makes a batch, such a
+``KeyboardInterrupt`` is recorded (``sys.unraisablehook``, chained to the one before) and
+raised again at the next step boundary, or when the call or the batch ends.
 
-The guards are installed only in the main thread and only over Python's default handlers
-(or a guard's own): a handler the program installed itself is left alone.
+The signal handlers are replaced only in the main thread and only over Python's default
+ones: a handler the program installed itself is left alone.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 
 logger = logging.getLogger("estimator")
@@ -46,19 +48,22 @@ class SignalGuard:
     each step and stops when it is set. After the loop, :meth:`raise_if_received` raises
     what the signal asked for.
 
-    With ``defer=False`` (around a whole call, or a batch of ``predict()``) SIGINT raises
-    ``KeyboardInterrupt`` at once, as Python's own handler does, and is remembered: when
-    Python swallowed it (a ``__del__`` or weakref callback), leaving the guard raises it
-    again, and a deferring guard entered inside it stops its loop after the first step.
+    While entered it also records a ``KeyboardInterrupt`` that Python swallowed (a second
+    Ctrl-C raised at once, or, with ``defer=False``, any Ctrl-C) as a received SIGINT. With
+    ``defer=False`` (around a whole call, or a batch of ``predict()``: a few hundred
+    nanoseconds) the signal handlers are left alone and leaving the guard raises the
+    recorded ``KeyboardInterrupt``; a deferring guard entered inside it starts with what
+    it recorded, so its loop stops after the first step.
 
     Args:
       sigterm: also defer SIGTERM (preemption); else it keeps its default action.
-      defer: defer the signals to the step boundary; else raise at once and remember.
+      defer: defer the signals to the step boundary; else only record the swallowed ones.
     """
 
     def __init__(self, sigterm: bool = True, defer: bool = True) -> None:
-        self._signals = [signal.SIGINT] + ([signal.SIGTERM] if sigterm and defer else [])
+        self._signals = [signal.SIGINT] + ([signal.SIGTERM] if sigterm else []) if defer else []
         self._previous: dict = {}
+        self._previous_hook = None
         self.defer = defer
         self.signum: int | None = None
 
@@ -66,19 +71,24 @@ class SignalGuard:
         self.signum = None
         if threading.current_thread() is not threading.main_thread():
             return self
+        outer = getattr(sys.unraisablehook, "__self__", None)
+        if isinstance(outer, SignalGuard):
+            self.signum = outer.signum  # a Ctrl-C swallowed before this loop
+        self._previous_hook = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
         for signum in self._signals:
             current = signal.getsignal(signum)
-            outer = getattr(current, "__self__", None)
-            if isinstance(outer, SignalGuard) and not outer.defer:
-                self.signum = outer.signum  # a Ctrl-C swallowed before this loop
-            elif current not in (signal.default_int_handler, signal.SIG_DFL):
-                continue
-            self._previous[signum] = current
-            signal.signal(signum, self._handle)
+            if current in (signal.default_int_handler, signal.SIG_DFL):
+                self._previous[signum] = current
+                signal.signal(signum, self._handle)
         return self
 
     def __exit__(self, exc_type, *exc_info) -> None:
         self._restore()
+        if self._previous_hook is not None:
+            if sys.unraisablehook == self._unraisable:  # else replaced meanwhile: left so
+                sys.unraisablehook = self._previous_hook
+            self._previous_hook = None
         if exc_type is None and not self.defer:
             self.raise_if_received()  # a Ctrl-C that Python swallowed
 
@@ -87,10 +97,12 @@ class SignalGuard:
             signal.signal(signum, handler)
         self._previous.clear()
 
+    def _unraisable(self, unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and self.signum is None:
+            self.signum = signal.SIGINT
+        self._previous_hook(unraisable)  # printed as before ("Exception ignored in ...")
+
     def _handle(self, signum, frame) -> None:
-        if not self.defer:
-            self.signum = signum
-            _raise(signum)
         if self.signum is not None:  # the second signal: at once
             self._restore()
             _raise(signum)
