@@ -156,6 +156,7 @@ def test_a_swallowed_ctrl_c_in_train_is_raised_at_the_first_step(tmp_path, swall
         def after_run(self, run_context, run_values):
             steps.append(run_context.session.global_step)
 
+    recorder = sys.unraisablehook
     with pytest.raises(KeyboardInterrupt):
         e.train(input_fn(), steps=100, hooks=[SwallowedAtBegin(), Count()])
     # TF: the 100 steps run. Here the loop stops after its first step; the checkpoint of
@@ -163,6 +164,7 @@ def test_a_swallowed_ctrl_c_in_train_is_raised_at_the_first_step(tmp_path, swall
     assert swallowed == [KeyboardInterrupt] and steps == [1]
     assert e.latest_checkpoint().endswith("_0")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert sys.unraisablehook is recorder  # the recorders chained in are gone
     e.train(input_fn(), steps=2)
     assert e.get_variable_value("global_step") == 2
 
