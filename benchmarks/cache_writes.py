@@ -1,7 +1,7 @@
 """The cost of writing a new program to JAX's persistent compilation cache, with JAX's own
 size cap on (``jax_compilation_cache_max_size``: every write lists the directory and reads
 each entry's access-time file under a lock, ``jax/_src/lru_cache.py``) and off, as
-``estimator.platform`` leaves it (the directory pruned once per process instead:
+``estimator.config.platform`` leaves it (the directory pruned once per process instead:
 ``platform.prune_compilation_cache``), at several numbers of entries already in the cache.
 
 Each directory is filled with entries of 20 kB (the size of a small test program's
@@ -23,7 +23,7 @@ import time
 import jax
 from jax._src.lru_cache import LRUCache  # JAX's cache class (what jax.jit writes through)
 
-from estimator import platform
+from estimator.config import platform
 
 ENTRY = os.urandom(20_000)
 

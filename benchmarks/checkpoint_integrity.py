@@ -1,6 +1,6 @@
 """What checkpoint checksums cost: a 1 GiB train state saved and restored through
 ``estimator.checkpoint`` (orbax), with the CRC32C of every array computed at save and
-checked at restore (``estimator.io.checksums``), and those two steps timed alone on the same
+checked at restore (``estimator.checkpoint.checksums``), and those two steps timed alone on the same
 arrays in the same run.
 
 The overhead is the checksum time over the rest of the save (or restore): what the same
@@ -21,8 +21,8 @@ import jax
 import numpy as np
 
 from estimator import checkpoint as ckpt
+from estimator.checkpoint import checksums
 from estimator.engine.steps import TrainState
-from estimator.io import checksums
 
 
 def _state(gib: float) -> TrainState:

@@ -12,7 +12,7 @@ times ``main``:
   biases), dropout, SGD at 0.1 and batch 50, one ``jax.jit`` step (donated parameters,
   NumPy batches passed straight in), accuracy over the evaluation set at the end. It runs
   twice: with ``lax.conv_general_dilated`` and ``lax.reduce_window`` ("lax conv"), and
-  with ``estimator.convolution.conv`` and ``max_pool`` ("ours conv": the Estimator's
+  with ``estimator.layers.convolution.conv`` and ``max_pool`` ("ours conv": the Estimator's
   layout for XLA's CPU backend);
 * **ours**: ``compat_programs.py``'s run of the ported program;
 * **TF**: TensorFlow 2.15 running the unchanged program (``--tf-python``).

@@ -1,6 +1,6 @@
 """A convolution's SGD step at a program's top level and inside a ``lax.fori_loop`` (how an
 Estimator runs ``steps_per_execution`` steps per call), with JAX's own CPU lowering and
-with ``estimator.platform``'s canonical-layout lowering (``canonical_convolutions``).
+with ``estimator.config.platform``'s canonical-layout lowering (``canonical_convolutions``).
 
 XLA's CPU backend transposes a convolution into its canonical layout (``NHWC`` input,
 ``HWIO`` kernel) only at a program's top level; in a loop body the kernel gradient keeps
@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from estimator import platform
+from estimator.config import platform
 
 
 def programs():

@@ -135,7 +135,7 @@ def main() -> None:
             model, input_fn, initial = estimator_side(case, x, y, steps)
             # The CNN also runs one step per call: XLA's CPU backend ran its kernel
             # gradients several times slower in the loop body of a fused call than at a
-            # program's top level, until estimator.platform laid convolutions out in the
+            # program's top level, until estimator.config.platform laid convolutions out in the
             # canonical layout (JAX_ESTIMATOR_CANONICAL_CONVOLUTIONS=0 shows the old gap).
             single = estimator_side(case, x, y, steps, 1)[:2] if arch == "cnn" else None
             loop = case.hand_loop(initial, make_tx())

@@ -17,6 +17,7 @@ model, inputs, distribute, engine, export, estimator, training, serve and compat
 
 from estimator import distribute as distribute
 from estimator import early_stopping as early_stopping
+from estimator import events as events
 from estimator import experimental as experimental
 from estimator import export as export
 from estimator import handlers as handlers
@@ -29,24 +30,27 @@ from estimator import modules as modules
 from estimator import preprocessing as preprocessing
 from estimator import summary as summary
 from estimator.checkpoint import Checkpointer as Checkpointer
+from estimator.checkpoint import ModelDirBusyError as ModelDirBusyError
+from estimator.checkpoint import VocabInfo as VocabInfo
+from estimator.config import RunConfig as RunConfig
 from estimator.early_stopping import make_early_stopping_hook as make_early_stopping_hook
 from estimator.early_stopping import stop_if_higher_hook as stop_if_higher_hook
 from estimator.early_stopping import stop_if_lower_hook as stop_if_lower_hook
 from estimator.early_stopping import stop_if_no_decrease_hook as stop_if_no_decrease_hook
 from estimator.early_stopping import stop_if_no_increase_hook as stop_if_no_increase_hook
-from estimator.engine.model_dir_lock import ModelDirBusyError as ModelDirBusyError
 from estimator.estimator import Estimator as Estimator
 from estimator.extenders import add_metrics as add_metrics
-from estimator.hooks.basic import CheckpointSaverHook as CheckpointSaverHook
-from estimator.hooks.basic import CheckpointSaverListener as CheckpointSaverListener
-from estimator.hooks.basic import FinalOpsHook as FinalOpsHook
-from estimator.hooks.basic import GlobalStepWaiterHook as GlobalStepWaiterHook
-from estimator.hooks.basic import LoggingTensorHook as LoggingTensorHook
-from estimator.hooks.basic import NanLossDuringTrainingError as NanLossDuringTrainingError
-from estimator.hooks.basic import NanTensorHook as NanTensorHook
-from estimator.hooks.basic import SecondOrStepTimer as SecondOrStepTimer
-from estimator.hooks.basic import StepCounterHook as StepCounterHook
-from estimator.hooks.basic import StopAtStepHook as StopAtStepHook
+from estimator.hooks import CheckpointSaverHook as CheckpointSaverHook
+from estimator.hooks import CheckpointSaverListener as CheckpointSaverListener
+from estimator.hooks import FinalOpsHook as FinalOpsHook
+from estimator.hooks import GlobalStepWaiterHook as GlobalStepWaiterHook
+from estimator.hooks import LoggingTensorHook as LoggingTensorHook
+from estimator.hooks import NanLossDuringTrainingError as NanLossDuringTrainingError
+from estimator.hooks import NanTensorHook as NanTensorHook
+from estimator.hooks import SecondOrStepTimer as SecondOrStepTimer
+from estimator.hooks import StepCounterHook as StepCounterHook
+from estimator.hooks import StopAtStepHook as StopAtStepHook
+from estimator.hooks import SummarySaverHook as SummarySaverHook
 from estimator.hooks.feed_fn import FeedFnHook as FeedFnHook
 from estimator.hooks.profiler import ProfilerHook as ProfilerHook
 from estimator.hooks.progress import ProgressBarHook as ProgressBarHook
@@ -73,8 +77,6 @@ from estimator.model.variables import get_variable as get_variable
 from estimator.model.variables import identity as identity
 from estimator.model.variables import next_rng_key as next_rng_key
 from estimator.model.variables import variable_scope as variable_scope
-from estimator.run_config import RunConfig as RunConfig
-from estimator.summary import SummarySaverHook as SummarySaverHook
 from estimator.training.exporter import BestExporter as BestExporter
 from estimator.training.exporter import Exporter as Exporter
 from estimator.training.exporter import FinalExporter as FinalExporter
@@ -83,11 +85,11 @@ from estimator.training.in_memory_evaluator import InMemoryEvaluatorHook as InMe
 from estimator.training.run import EvalSpec as EvalSpec
 from estimator.training.run import TrainSpec as TrainSpec
 from estimator.training.run import train_and_evaluate as train_and_evaluate
-from estimator.vocab_remap import VocabInfo as VocabInfo
 from estimator.warm_starting import WarmStartSettings as WarmStartSettings
 
 __all__ = [
     "distribute",
+    "events",
     "early_stopping",
     "experimental",
     "export",

@@ -10,7 +10,7 @@
         estimator, est.TrainSpec(train_input_fn, hooks=[hook]), est.EvalSpec(eval_input_fn))
 
 The hooks read the results that evaluations append to ``eval_dir/eval_results.jsonl``
-(``estimator.eval_history.read_eval_metrics``): ``train_and_evaluate``'s evaluations, those
+(``estimator.events.eval_history.read_eval_metrics``): ``train_and_evaluate``'s evaluations, those
 of an ``InMemoryEvaluatorHook``, of ``Estimator.evaluate`` or of another process. The hook
 itself is ``estimator.hooks.early_stopping``'s. Arguments,
 defaults and decisions follow TF 2.15 (``tensorflow_estimator/python/estimator/

@@ -22,18 +22,19 @@ from typing import Any
 import numpy as np
 
 from estimator import checkpoint as ckpt
-from estimator import distribute, platform
+from estimator import distribute
+from estimator import hooks as hooks_lib
+from estimator.checkpoint.lock import ModelDirLock
+from estimator.config import TaskType, platform
+from estimator.config.run_config import RunConfig, config_with_model_dir
 from estimator.engine.interrupt import SignalGuard
-from estimator.engine.model_dir_lock import ModelDirLock
 from estimator.engine.runtime import Runtime
 from estimator.export import _writer
-from estimator.hooks import basic as hooks_lib
 from estimator.hooks import progress as progress_lib
 from estimator.hooks.checks import check_hooks, check_listeners
 from estimator.hooks.early_stopping import Evaluations
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction, verify_model_fn_args
-from estimator.run_config import RunConfig, TaskType, config_with_model_dir
 from estimator.warm_starting import WarmStart
 
 __all__ = ["Estimator"]
@@ -242,7 +243,7 @@ class Estimator:
           NanLossDuringTrainingError: from the default ``NanTensorHook``.
           ModelDirBusyError: another ``train()`` (in any process) is writing to
             ``model_dir`` (TF lets both run and interleave their checkpoints; see
-            ``estimator.engine.model_dir_lock``).
+            ``estimator.checkpoint.lock``).
           estimator.checkpoint.DataLossError: the latest checkpoint is damaged (without
             ``RunConfig(restore_fallback=True)``, which resumes from the newest intact one).
         """

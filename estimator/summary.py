@@ -6,7 +6,7 @@ Inside ``model_fn``, ``estimator.summary.scalar("accuracy", acc)`` names a value
 fetches every summary of that step, plus the training ``loss`` as TF's Estimator adds it,
 and writes them to ``model_dir`` as TensorBoard event files; ``StepCounterHook`` writes
 ``global_step/sec`` there too and ``evaluate()`` writes its results to ``eval_dir(name)``
-(``estimator.eval_history``). Event files are written with
+(``estimator.events.eval_history``). Event files are written with
 tensorboardX (no TensorFlow) and read by TensorBoard as TF's are (same tags; text as
 TensorBoard text summaries).
 
@@ -23,15 +23,11 @@ import logging
 import jax.numpy as jnp
 import numpy as np
 
-from estimator.eval_history import EVAL_RESULTS as EVAL_RESULTS
-from estimator.eval_history import read_eval_metrics as read_eval_metrics
-from estimator.eval_history import write_eval_results as write_eval_results
 from estimator.hooks.summary import HISTOGRAM, ROW_MASK, ROW_MASK_SUFFIX, SCALAR, TEXT, register
-from estimator.hooks.summary import SummarySaverHook as SummarySaverHook
 from estimator.model.padding import row_mask
 from estimator.model.variables import require_frame, scope_prefix
 
-__all__ = ["scalar", "histogram", "text", "SummarySaverHook", "read_eval_metrics"]
+__all__ = ["scalar", "histogram", "text"]
 
 logger = logging.getLogger("estimator")
 

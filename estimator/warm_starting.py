@@ -66,11 +66,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from estimator import checkpoint as ckpt
+from estimator.checkpoint import tree_form
+from estimator.checkpoint.vocab_remap import VocabInfo, remap
 from estimator.export import read_variables
 from estimator.export._integrity import verify
 from estimator.export._loader import MANIFEST
-from estimator.io import fs, staging, tree_form
-from estimator.vocab_remap import VocabInfo, remap
+from estimator.io import fs, staging
 
 __all__ = ["WarmStartSettings", "VocabInfo", "variable_names"]
 
@@ -174,7 +175,7 @@ def slot_paths(opt_state, trainable_names) -> dict[str, tuple[tuple, str | None]
     A leaf under a dict key that is a trainable variable's name is ``<variable>/<path>``
     (owner: that variable, the innermost such key: optax keeps a slot's variable
     innermost, ``mu/<variable>``); any other leaf is ``opt_state/<path>`` (owner None). A
-    state in its saved form (``estimator.io.tree_form``, every level a dict, as the engine
+    state in its saved form (``estimator.checkpoint.tree_form``, every level a dict, as the engine
     carries it and checkpoints hold it) or read back from an older checkpoint
     (NamedTuples as dicts, tuples as lists) gives the same names as the live state."""
     names = set(trainable_names)
@@ -247,7 +248,7 @@ def _resolve(location: str) -> tuple[str, str]:
     if tf_style:  # TF's "model.ckpt-1000" names our "model.ckpt_1000"
         location = ckpt.step_dir(fs.dirname(location), tf_style[1])
         base = fs.basename(location)
-    if ckpt._STEP_DIR.match(base) and fs.isdir(fs.join(location, "variables")):
+    if ckpt.STEP_DIR.match(base) and fs.isdir(fs.join(location, "variables")):
         return location, "checkpoint"
     latest = ckpt.latest_checkpoint(location)
     if latest is not None:

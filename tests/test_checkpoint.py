@@ -19,7 +19,7 @@ from etils import epath
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator.io import tree_form
+from estimator.checkpoint import tree_form
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -166,7 +166,7 @@ def _run(context, case, model_dir: str, scratch: str, expected: dict) -> str | N
             return f"{case}: values of no intact checkpoint: {str(value)[:300]}"
         return None
     checkpoint = os.path.join(scratch, "model.ckpt_4")
-    if not value.startswith("estimator.checkpoint.DataLossError: The checkpoint " + checkpoint):
+    if not value.startswith("estimator.checkpoint.reader.DataLossError: The checkpoint " + checkpoint):
         return f"{case}: exit {child.exitcode} without a clear error: {value[:400]}"
     return None
 

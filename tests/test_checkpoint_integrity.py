@@ -17,7 +17,7 @@ import pytest
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator.io import checksums
+from estimator.checkpoint import checksums
 
 X = np.random.default_rng(0).normal(size=(64, 300)).astype(np.float32)
 Y = (X[:, 0] > 0).astype(np.float32)

@@ -1,4 +1,4 @@
-"""TF 1's canned estimators from ``estimator.compat.v1`` (``canned._compat_v1``): the wide &
+"""TF 1's canned estimators from ``estimator.compat.v1`` (``estimator.compat.v1._canned``): the wide &
 deep ones train (issue 34, F2), and hooks fetch the tensors TF 2.15's graph names (F4).
 
 Parity (as ``tests/test_dnn.py``): both frameworks start from the same weights, written as

@@ -1,4 +1,4 @@
-"""``estimator.convolution``: JAX's convolution values and gradients, computed as a patch
+"""``estimator.layers.convolution``: JAX's convolution values and gradients, computed as a patch
 matrix product (few input channels) or by convolutions in the canonical channels-last
 layout (what XLA's CPU backend runs fast inside the Estimator's fused steps); max pooling
 with TF's values and gradient."""
@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from estimator import convolution
-from estimator.convolution import conv, max_pool
+from estimator.layers import convolution
+from estimator.layers.convolution import conv, max_pool
 
 # (spatial dims, stride, padding, dilation, kernel size): each option with each other one
 # at least once (all 144 combinations of 1-2 dims, strides 1-3, the three paddings,

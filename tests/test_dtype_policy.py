@@ -20,6 +20,7 @@ import pytest
 
 import canned
 import estimator as est
+from estimator.config import DTypePolicy
 from estimator.model import dtype_policy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,7 +48,7 @@ class States(est.SessionRunHook):
 )
 def test_policies_name_their_compute_and_variable_dtypes(name, compute, scaling):
     policy = est.RunConfig(dtype_policy=name).dtype_policy
-    assert policy == dtype_policy.DTypePolicy(name)
+    assert policy == DTypePolicy(name)
     assert policy.compute_dtype == compute and policy.variable_dtype == jnp.float32
     assert policy.loss_scaling is scaling
     assert est.RunConfig().replace(dtype_policy=name).dtype_policy.name == name

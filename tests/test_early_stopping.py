@@ -10,7 +10,7 @@ from linear_model import EVAL, TRAIN, make, reference_eval_loss
 
 import estimator as est
 from estimator import early_stopping as es
-from estimator.summary import read_eval_metrics, write_eval_results
+from estimator.events import read_eval_metrics, write_eval_results
 from estimator.training.in_memory_evaluator import InMemoryEvaluatorHook
 from estimator.training.run import EvalSpec, TrainSpec, train_and_evaluate
 

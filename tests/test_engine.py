@@ -14,7 +14,8 @@ from estimator.engine import compiler as compiler_lib
 from estimator.engine.compiler import StepCompiler
 from estimator.engine.init_run import init_state
 from estimator.engine.input_pipeline import Prefetcher
-from estimator.engine.loop import Session, run_loop
+from estimator.engine.loop import run_loop
+from estimator.engine.session import Session
 from estimator.engine.steps import StepInfo, bind, train_step
 from estimator.mode_keys import ModeKeys
 from estimator.model import ModelFunction

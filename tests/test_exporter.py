@@ -12,7 +12,7 @@ import pytest
 from linear_model import EVAL, TRAIN, X, sgd_reference
 
 import estimator as est
-from estimator.summary import read_eval_metrics
+from estimator.events import read_eval_metrics
 from estimator.training.exporter import (
     BestExporter,
     Exporter,

@@ -38,7 +38,7 @@ def test_a_second_writer_in_another_process_gets_a_clear_error(tmp_path):
             textwrap.dedent(
                 f"""
                 import sys, time
-                from estimator.engine.model_dir_lock import ModelDirLock
+                from estimator.checkpoint.lock import ModelDirLock
                 with ModelDirLock({str(tmp_path)!r}):
                     print("locked", flush=True)
                     sys.stdin.readline()
@@ -71,7 +71,7 @@ def test_a_second_writer_in_another_process_gets_a_clear_error(tmp_path):
 def test_a_killed_writer_leaves_no_stale_lock(tmp_path):
     code = (
         "import os, signal\n"
-        "from estimator.engine.model_dir_lock import ModelDirLock\n"
+        "from estimator.checkpoint.lock import ModelDirLock\n"
         f"with ModelDirLock({str(tmp_path)!r}):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
     )

@@ -21,8 +21,7 @@ from linear_model import make_estimator, scalar_input, scalar_model_fn
 import estimator as est
 from estimator import checkpoint as ckpt
 from estimator.engine.steps import TrainState
-from estimator.hooks import progress
-from estimator.hooks.basic import FinalOpsHook, GlobalStepWaiterHook
+from estimator.hooks import FinalOpsHook, GlobalStepWaiterHook, progress
 from estimator.hooks.profiler import ProfilerHook
 from estimator.hooks.progress import ProgressBarHook
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from linear_model import EVAL, TRAIN, make, reference_eval_loss
 
-from estimator.summary import read_eval_metrics
+from estimator.events import read_eval_metrics
 from estimator.training.in_memory_evaluator import InMemoryEvaluatorHook
 
 

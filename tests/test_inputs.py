@@ -20,7 +20,8 @@ from estimator.engine.input_pipeline import (
     call_input_fn,
     iterate_batches,
 )
-from estimator.inputs import Batches, fn_args
+from estimator.fn_args import fn_args
+from estimator.inputs import Batches
 
 X = {"a": np.arange(5.0), "b": np.arange(10, 15)}
 Y = np.arange(100, 105)

@@ -241,7 +241,7 @@ def test_the_shuffle_buffer_is_tfs_algorithm():
     # TF's Dataset.shuffle, written out record by record: fill the buffer, then each
     # incoming record takes a uniformly drawn slot, whose record goes out. The compiled
     # buffer, given the same draws (one rng.integers call per chunk's overflow), must match.
-    from estimator.inputs_tfrecord import _ShuffleBuffer
+    from estimator.inputs.tfrecord_io import _ShuffleBuffer
 
     size, chunks = 10, [list(range(0, 4)), list(range(4, 17)), [17], list(range(18, 60))]
     buffer = _ShuffleBuffer(size, np.random.default_rng(3))

@@ -286,7 +286,7 @@ def test_warming_compiles_what_reading_and_parsing_use(tmp_path):
     import numpy as np
 
     from estimator import io
-    from estimator.inputs_tfrecord import _ShuffleBuffer
+    from estimator.inputs.tfrecord_io import _ShuffleBuffer
     from estimator.io import _kernels
 
     _kernels.warm()

@@ -1,7 +1,9 @@
 """The package's layers: every module of ``estimator`` and ``canned`` is in exactly one
 layer of the map in ``docs/architecture.md`` (the one source of truth: this test parses its
-table), imports go only to the same or lower layers (deferred imports too), and there are
-no import cycles."""
+table), imports go only to the same or lower layers (deferred imports and
+``importlib.import_module``/``__import__`` calls with a literal name too), there are no import
+cycles, only ``estimator.compat`` (the top layer) imports ``canned``, and only package faces
+(``__init__.py``) re-export names."""
 
 import ast
 import functools
@@ -28,18 +30,39 @@ def _modules() -> dict[str, pathlib.Path]:
 MODULES = _modules()
 
 
+def _dynamic_import(node: ast.AST) -> str | None:
+    """The literal module name of an ``importlib.import_module("x")`` or ``__import__("x")``
+    call, else None: such a call is an import like any other."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    first = node.args[0]
+    if name in ("import_module", "__import__") and isinstance(first, ast.Constant):
+        return first.value if isinstance(first.value, str) else None
+    return None
+
+
+def _imported_names(node: ast.AST, path: pathlib.Path) -> list[str]:
+    """The dotted names one AST node imports (``from a import b`` gives ``a.b`` and ``a``)."""
+    if isinstance(node, ast.ImportFrom):
+        assert node.level == 0, f"{path}: relative import; write it absolute"
+        if (node.module or "").split(".")[0] in TOPS:
+            return [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+        return []
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    dynamic = _dynamic_import(node)
+    return [dynamic] if dynamic else []
+
+
 def _imports(path: pathlib.Path) -> set[str]:
     """The ``estimator``/``canned`` modules ``path`` imports, at any depth (deferred imports
-    too), with the packages whose ``__init__`` such an import runs (not the roots)."""
+    and ``import_module``/``__import__`` calls with a literal name too), with the packages
+    whose ``__init__`` such an import runs (not the roots)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        names = []
-        if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{path}: relative import; write it absolute"
-            if (node.module or "").split(".")[0] in TOPS:
-                names = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+        names = _imported_names(node, path)
         for name in names:
             while name and name not in MODULES:
                 name = name.rpartition(".")[0]
@@ -104,7 +127,7 @@ def test_every_module_has_a_layer():
 def test_the_map_covers_packages_by_prefix_and_flat_modules_one_by_one():
     # A module in a mapped package is in that package's layer; a new flat module is in
     # none until it gets its own entry (test_every_module_has_a_layer then names it).
-    assert layer_of("estimator.io.new_format") == layer_of("estimator.io") == 1
+    assert layer_of("estimator.io.new_format") == layer_of("estimator.io") == 2
     assert layer_of("canned.sdca._ops") < layer_of("canned.sdca._linear")
     assert layer_of("estimator.new_flat_module") is None
 
@@ -131,6 +154,27 @@ def test_regular_packages():
         assert (ROOT / directory / "__init__.py").exists(), directory
 
 
+# TF's own public module names (``tf.estimator``'s files) stay flat; everything else of the
+# core lives in a package that maps to one row of the layer table.
+FLAT = {
+    "early_stopping",
+    "estimator",
+    "experimental",
+    "extenders",
+    "fn_args",
+    "initializers",
+    "keys",
+    "mode_keys",
+    "summary",
+    "warm_starting",
+}
+
+
+def test_flat_modules_are_tfs_public_module_names():
+    flat = {p.stem for p in ROOT.glob("*.py") if p.name != "__init__.py"}
+    assert flat == FLAT
+
+
 def test_no_import_cycles():
     def reaches(start, goal, seen):
         for nxt in _graph()[start]:
@@ -146,18 +190,60 @@ def test_no_import_cycles():
     assert cycles == []
 
 
-def test_estimator_never_imports_canned():
-    # canned builds on estimator; estimator.experimental gets canned's names by registration.
-    wrong = set()
-    for module, path in MODULES.items():
-        if not module.startswith("estimator"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
-            wrong |= {(module, n) for n in names if n == "canned" or n.startswith("canned.")}
-    assert wrong == set()
+def _imports_canned(module: str) -> bool:
+    path = MODULES[module]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if any(n.split(".")[0] == "canned" for n in _imported_names(node, path)):
+            return True
+    return False
+
+
+def test_only_compat_imports_canned():
+    # canned builds on estimator; estimator.experimental gets canned's names by registration;
+    # estimator.compat (TF's namespace, which holds canned estimators) is the top layer.
+    wrong = sorted(
+        m
+        for m in MODULES
+        if m.startswith("estimator")
+        and not m.startswith("estimator.compat")
+        and _imports_canned(m)
+    )
+    assert wrong == []
+    assert _imports_canned("estimator.compat.v1._canned")  # the check sees what it must
+    assert max(layer_of(m) for m in MODULES if m.startswith("canned.")) < layer_of(
+        "estimator.compat.v1"
+    )
+
+
+def test_a_literal_import_module_call_is_an_import(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import importlib\n"
+        "def f():\n"
+        "    importlib.import_module('canned.linear')\n"
+        "    __import__('estimator.io')\n"
+    )
+    assert {"canned.linear", "estimator.io"} <= _imports(source)
+
+
+def _reexports(path: pathlib.Path) -> list[str]:
+    """Names ``path`` imports from another module of the package under their own name
+    (``from a import b as b``: the explicit re-export idiom)."""
+    names = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in TOPS:
+            names += [a.name for a in node.names if a.asname == a.name]
+    return names
+
+
+def test_only_package_faces_and_tf_namespaces_reexport():
+    # One address per name: a module that is not a package's __init__ defines what it
+    # exports. TF's namespaces (estimator.compat's modules, estimator.experimental,
+    # canned.experimental) are faces by nature: they gather names defined elsewhere.
+    namespaces = ("estimator.compat.", "estimator.experimental", "canned.experimental")
+    wrong = {
+        module: _reexports(path)
+        for module, path in MODULES.items()
+        if path.name != "__init__.py" and not module.startswith(namespaces)
+    }
+    assert {m: names for m, names in wrong.items() if names} == {}

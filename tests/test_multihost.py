@@ -388,7 +388,7 @@ def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, single, pro
     for step, results in chief["validation"].items():
         for key in ("mae", "loss"):
             assert results["validation/" + key] == pytest.approx(chief["live"][step][key], abs=1e-7)
-    written = est.summary.read_eval_metrics(str(tmp_path / "multi" / "eval_live"))
+    written = est.events.read_eval_metrics(str(tmp_path / "multi" / "eval_live"))
     assert sorted(written) == [0, 3, 6]
     assert len(list((tmp_path / "multi" / "eval_live").glob("events.out.tfevents.*"))) == 1
     assert sorted(chief["train_metrics"], key=int) == ["3", "6"]
@@ -487,7 +487,7 @@ def test_train_and_evaluate_every_n_steps_on_the_chief_and_workers(tmp_path, dev
     assert worker["metrics"]["mae"] == pytest.approx(chief["metrics"]["mae"], abs=1e-7)
     exports = [p for p in (model_dir / "export" / "best").iterdir() if p.name.isdigit()]
     assert len(exports) == 1  # beside BestExporter's best_eval_result.json
-    assert sorted(est.summary.read_eval_metrics(str(model_dir / "eval"))) == [3]
+    assert sorted(est.events.read_eval_metrics(str(model_dir / "eval"))) == [3]
 
 
 def test_joining_after_jax_started_says_what_to_do(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """No silent narrowing of 64-bit integers (the integer width policy in
-``estimator.inputs.check_int_range``): labels and features that don't fit the device's
+``estimator.inputs.dtypes.check_int_range``): labels and features that don't fit the device's
 32-bit integers are refused with the value and the fix, and the feature columns' host
 phase keeps int64 ids intact for every categorical column kind."""
 

@@ -18,6 +18,7 @@ import canned
 import estimator as est
 from canned import feature_column as fc
 from canned import head as head_lib
+from estimator.fn_args import fn_args
 from estimator.model.padding import MASK_KEY, RowPadding, elementwise
 
 RNG = np.random.default_rng(3)
@@ -404,4 +405,4 @@ def test_marking_wraps_the_function_and_works_on_methods():
     model = Model()
     marked = est.masks_padding(model.model_fn)
     assert marked.masks_padding and not hasattr(Model.model_fn, "masks_padding")
-    assert est.inputs.fn_args(marked) == ("features", "labels", "mode")
+    assert fn_args(marked) == ("features", "labels", "mode")

@@ -22,11 +22,11 @@ from linear_model import EVAL, TRAIN, X, make, model_fn, reference_eval_loss
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator.engine import model_dir_lock
+from estimator.checkpoint import lock as model_dir_lock
+from estimator.events import read_eval_metrics
 from estimator.io import fs, staging
 from estimator.io.paths import local_path, url_scheme
 from estimator.serve._models import ModelWatcher
-from estimator.summary import read_eval_metrics
 
 RECEIVER = est.export.build_raw_serving_input_receiver_fn({"x": X})
 

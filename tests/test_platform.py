@@ -1,4 +1,4 @@
-"""``estimator.platform``: the process-wide settings an Estimator makes (each with a switch)
+"""``estimator.config.platform``: the process-wide settings an Estimator makes (each with a switch)
 and the code paths taken on the CPU backend alone (forced off here, as on another backend)."""
 
 import os
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import estimator as est
-from estimator import convolution, platform
+from estimator.config import platform
 from estimator.engine import compile_policy as compiler
+from estimator.layers import convolution
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import estimator as est
-from estimator.run_config import TaskType
+from estimator.config import TaskType
 
 _SAVE_ERR = r"^`save_checkpoints_steps` and `save_checkpoints_secs` cannot be both set\.$"
 

@@ -35,7 +35,7 @@ from linear_model import X, Y, model_fn, reference_eval_loss
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator.engine import model_dir_lock
+from estimator.checkpoint import lock as model_dir_lock
 from estimator.io import fs
 
 pytestmark = pytest.mark.slow

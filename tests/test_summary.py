@@ -158,7 +158,7 @@ def test_non_scalar_eval_results_are_written_as_tensors(tmp_path):
     no ``global_step`` key (TF reads back simple values, and never writes global_step)."""
     results = {"global_step": 7, "loss": 0.5, "per_class": np.array([0.25, 0.75], np.float32)}
     eval_dir = str(tmp_path / "eval")
-    est.summary.write_eval_results(eval_dir, results, None)
+    est.events.write_eval_results(eval_dir, results, None)
     accumulator = EventAccumulator(eval_dir, size_guidance={"tensors": 0})
     accumulator.Reload()
     assert accumulator.Tags()["scalars"] == ["loss"]
@@ -168,4 +168,4 @@ def test_non_scalar_eval_results_are_written_as_tensors(tmp_path):
     assert [d.size for d in event.tensor_proto.tensor_shape.dim] == [2]
     values = np.frombuffer(event.tensor_proto.tensor_content, np.float32)
     np.testing.assert_array_equal(values, [0.25, 0.75])
-    assert est.summary.read_eval_metrics(eval_dir) == {7: {"loss": 0.5}}
+    assert est.events.read_eval_metrics(eval_dir) == {7: {"loss": 0.5}}

@@ -16,7 +16,7 @@ from linear_model import EVAL, TRAIN, X, Y, make, reference_eval_loss
 
 import estimator as est
 from estimator import checkpoint as ckpt
-from estimator.summary import read_eval_metrics
+from estimator.events import read_eval_metrics
 from estimator.training import run as training
 from estimator.training.exporter import FinalExporter, LatestExporter
 from estimator.training.run import EvalSpec, TrainSpec, train_and_evaluate

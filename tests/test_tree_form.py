@@ -1,4 +1,4 @@
-"""The saved form of an optimizer state (``estimator.io.tree_form``): optax's structure to
+"""The saved form of an optimizer state (``estimator.checkpoint.tree_form``): optax's structure to
 nested dicts and back, its description in a checkpoint's metadata, and its errors."""
 
 import jax
@@ -7,7 +7,7 @@ import numpy as np
 import optax
 import pytest
 
-from estimator.io import tree_form
+from estimator.checkpoint import tree_form
 
 PARAMS = {"dense/kernel": jnp.ones((3, 2)), "dense/bias": jnp.zeros(2)}
 

@@ -22,8 +22,8 @@ from linear_model import make_estimator, scalar_input, scalar_model_fn
 
 from estimator import checkpoint as ckpt
 from estimator import warm_starting as ws
+from estimator.checkpoint import tree_form
 from estimator.engine.steps import TrainState
-from estimator.io import tree_form
 
 OPT = optax.adagrad(0.1)  # state: (ScaleByRssState(sum_of_squares), EmptyState()); acc 0.1
 ACC = "0/sum_of_squares"  # path of adagrad's accumulator in that state

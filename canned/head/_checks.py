@@ -21,7 +21,7 @@ from canned.head._labels import (
     check_host_label_range,
 )
 from canned.head.keys import Reduction
-from estimator.inputs import fn_args
+from estimator.fn_args import fn_args
 from estimator.model import padding
 
 VALIDATION_ERROR_MSG = "{} should be a list or a tuple. Given type: {}."

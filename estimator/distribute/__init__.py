@@ -21,12 +21,12 @@ from estimator.distribute.cluster import multi_process as multi_process
 from estimator.distribute.cluster import shared_seed as shared_seed
 from estimator.distribute.input_context import InputContext as InputContext
 from estimator.distribute.placement import AgreedEnd as AgreedEnd
-from estimator.distribute.placement import SyncedTimer as SyncedTimer
 from estimator.distribute.placement import local_copy as local_copy
 from estimator.distribute.placement import place as place
 from estimator.distribute.placement import process_local as process_local
 from estimator.distribute.placement import process_local_placement as process_local_placement
 from estimator.distribute.sharding import state_shardings as state_shardings
+from estimator.hooks.timers import SyncedTimer as SyncedTimer
 
 __all__ = [
     "AgreedEnd",

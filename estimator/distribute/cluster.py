@@ -19,7 +19,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from estimator.run_config import TaskType
+from estimator.config import TaskType
 
 __all__ = [
     "check_same",

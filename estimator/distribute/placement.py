@@ -18,11 +18,8 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
-from estimator.hooks.timers import SyncedTimer as SyncedTimer
-
 __all__ = [
     "AgreedEnd",
-    "SyncedTimer",
     "local_copy",
     "place",
     "process_local",

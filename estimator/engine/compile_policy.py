@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from estimator import platform
+from estimator.config import platform
 
 __all__ = [
     "FAST_INIT_MAX",
@@ -46,7 +46,7 @@ def compile_options(runs: int) -> dict | None:
     0.14 s) for code that runs slower (that train step: 1.29 -> 1.65 ms; a logistic
     evaluation step at batch 1024: half the speed): ``FEW`` and ``ONCE`` use them. ``ONCE``
     adds backend optimization level 0 (a third less compile time). Only on the CPU backend,
-    unless ``JAX_ESTIMATOR_CPU_COMPILE_OPTIONS=0`` (``estimator.platform``); elsewhere, and
+    unless ``JAX_ESTIMATOR_CPU_COMPILE_OPTIONS=0`` (``estimator.config.platform``); elsewhere, and
     for ``MANY``, XLA's defaults (None).
     """
     if runs == MANY or not platform.cpu_path(platform.CPU_COMPILE_OPTIONS):

@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from estimator import hooks as hooks_lib
 from estimator import keys
-from estimator.distribute.placement import SyncedTimer
 from estimator.handlers.metric import MetricHandler
-from estimator.hooks import basic as hooks_lib
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.hooks.summary import make_summary_hook
+from estimator.hooks.timers import SyncedTimer
 
 logger = logging.getLogger("estimator")
 

@@ -14,10 +14,10 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from estimator.checkpoint import tree_form
 from estimator.engine import sparse
 from estimator.engine.row_plan import keep, plan_key
 from estimator.engine.steps import TrainState, replay, traced
-from estimator.io import tree_form
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 from estimator.model.rows import RowAccess

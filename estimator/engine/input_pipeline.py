@@ -27,9 +27,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from estimator import platform
+from estimator.config import platform
 from estimator.fn_args import fn_args
-from estimator.input_dtypes import CANONICAL, canonical
+from estimator.inputs.dtypes import CANONICAL, canonical
 
 __all__ = [
     "Prefetcher",

@@ -23,8 +23,7 @@ from estimator.engine.compiler import StepCompiler
 from estimator.engine.input_pipeline import Prefetcher
 from estimator.engine.interrupt import SignalGuard
 from estimator.engine.lazy_outputs import LazyValue, StepOutputs
-from estimator.engine.session import Session as Session
-from estimator.engine.session import needs_device
+from estimator.engine.session import Session, needs_device
 from estimator.engine.steps import TrainState
 from estimator.handlers.events import BatchBegin, BatchEnd, EpochBegin, EpochEnd, TrainEnd
 from estimator.hooks.session_run_hook import (

@@ -21,6 +21,7 @@ import numpy as np
 
 from estimator import checkpoint as ckpt
 from estimator import distribute, keys
+from estimator import hooks as hooks_lib
 from estimator.engine import live_evaluation
 from estimator.engine.compile_policy import FEW_BATCHES, RunPlan
 from estimator.engine.compiler import StepCompiler, signature
@@ -38,19 +39,18 @@ from estimator.engine.interrupt import SignalGuard
 from estimator.engine.loop import (
     EvalRunner,
     PredictRunner,
-    Session,
     TrainRunner,
     examples,
     extract_keys,
     loop_steps,
     run_loop,
 )
+from estimator.engine.session import Session
 from estimator.engine.state import StateSource
 from estimator.engine.steps import TRAIN_METRICS, TrainState
-from estimator.eval_history import write_eval_results
+from estimator.events.eval_history import write_eval_results
 from estimator.handlers.events import TrainBegin, check_handler, order
 from estimator.handlers.stopping import StoppingHandler
-from estimator.hooks import basic as hooks_lib
 from estimator.io import fs
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction

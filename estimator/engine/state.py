@@ -21,9 +21,9 @@ import numpy as np
 import optax
 
 from estimator import checkpoint as ckpt
+from estimator.checkpoint import tree_form
 from estimator.engine.compiler import StepCompiler, signature
 from estimator.engine.steps import TrainState
-from estimator.io import tree_form
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 

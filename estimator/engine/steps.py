@@ -36,9 +36,9 @@ import jax.numpy as jnp
 import optax
 
 from estimator import keys
+from estimator.checkpoint import tree_form
 from estimator.engine import row_plan, sparse
 from estimator.hooks.session_run_hook import SessionRunHook
-from estimator.io import tree_form
 from estimator.mode_keys import ModeKeys
 from estimator.model import dtype_policy
 from estimator.model.function import ModelFunction
@@ -75,7 +75,7 @@ class TrainState(NamedTuple):
     Attributes:
       trainable: ``{name: array}`` updated by ``train_op``.
       non_trainable: ``{name: array}`` updated by ``estimator.assign``.
-      opt_state: ``train_op``'s state in its saved form (``estimator.io.tree_form``:
+      opt_state: ``train_op``'s state in its saved form (``estimator.checkpoint.tree_form``:
         nested dicts keyed by name, as checkpoints hold it; the train step rebuilds
         optax's structure in its trace), or None outside training.
       global_step: shape=(), dtype=int32: the number of train steps run.

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from estimator.event_files import FLUSH_SECS, writer_for
+from estimator.events.files import FLUSH_SECS, writer_for
 from estimator.handlers.events import BatchEnd, EpochBegin, EpochEnd, TrainBegin, TrainEnd
 
 __all__ = ["MetricHandler", "TRAIN_PREFIX", "format_values"]

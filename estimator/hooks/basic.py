@@ -16,25 +16,17 @@ from collections.abc import Callable
 import numpy as np
 
 from estimator.checkpoint import checkpoint_step, latest_checkpoint
-from estimator.event_files import writer_for
-from estimator.hooks.checkpoint_saver import CheckpointSaverHook as CheckpointSaverHook
-from estimator.hooks.checkpoint_saver import CheckpointSaverListener as CheckpointSaverListener
+from estimator.events.files import writer_for
 from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
-from estimator.hooks.timers import NeverTriggerTimer
-from estimator.hooks.timers import SecondOrStepTimer as SecondOrStepTimer
-from estimator.keys import GLOBAL_STEP as GLOBAL_STEP
-from estimator.keys import LOSS as LOSS
-from estimator.keys import NON_FINITE_STEP as NON_FINITE_STEP
+from estimator.hooks.timers import NeverTriggerTimer, SecondOrStepTimer
+from estimator.keys import LOSS, NON_FINITE_STEP
 
 __all__ = [
-    "SecondOrStepTimer",
     "LoggingTensorHook",
     "StopAtStepHook",
     "NanTensorHook",
     "NanLossDuringTrainingError",
     "StepCounterHook",
-    "CheckpointSaverHook",
-    "CheckpointSaverListener",
     "FinalOpsHook",
     "GlobalStepWaiterHook",
 ]

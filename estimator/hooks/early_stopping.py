@@ -20,7 +20,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from estimator.eval_history import EVAL_RESULTS, read_eval_metrics
+from estimator.events.eval_history import EVAL_RESULTS, read_eval_metrics
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.hooks.timers import SecondOrStepTimer, SyncedTimer
 from estimator.io import fs

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from estimator.event_files import FLUSH_SECS, add_text, writer_for
+from estimator.events.files import FLUSH_SECS, add_text, writer_for
 from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
 from estimator.hooks.timers import SecondOrStepTimer
 from estimator.keys import LOSS

@@ -38,7 +38,6 @@ Synopsis::
     # parsed["age"] == [[39.]] (float32); parsed["tags"] is an empty SparseValue [1, 0]
 """
 
-from estimator.io import checksums as checksums
 from estimator.io import fs as fs
 from estimator.io import paths as paths
 from estimator.io import protos as protos
@@ -66,7 +65,6 @@ from estimator.io.tfrecord import list_files as list_files
 from estimator.io.tfrecord import read_records as read_records
 
 __all__ = [
-    "checksums",
     "CorruptRecordError",
     "fs",
     "TFRecordOptions",

@@ -16,7 +16,7 @@ operation:
   ``[start, stop)`` of every string, key by key and record by record; :func:`padded` cuts
   short strings into one array that NumPy turns into ``bytes`` objects in C.
 * :func:`shuffle_draws` runs TF's shuffle buffer over record indices
-  (``estimator.inputs_tfrecord``).
+  (``estimator.inputs.tfrecord_io``).
 
 The wire layout is ``example.proto`` / ``feature.proto``'s (TF): ``Example.features`` =
 field 1; ``Features.feature`` = field 1, map entries of key (field 1) and ``Feature``

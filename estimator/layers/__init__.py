@@ -14,7 +14,7 @@ Arguments that configure TF graph machinery (``kernel_constraint``, ``reuse``,
 The modules follow TF's own split: :mod:`~estimator.layers.core` (``dense``, ``dropout``,
 ``flatten``, ``embedding_lookup``), :mod:`~estimator.layers.normalization`
 (``batch_normalization``), :mod:`~estimator.layers.convolutional` (``conv1d``, ``conv2d``)
-and :mod:`~estimator.layers.pooling`; the kernels they run are ``estimator.convolution``'s
+and :mod:`~estimator.layers.pooling`; the kernels they run are ``estimator.layers.convolution``'s
 and their default initializers ``estimator.initializers``'.
 """
 

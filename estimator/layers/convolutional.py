@@ -1,5 +1,5 @@
 """Convolution layers: ``conv1d`` and ``conv2d`` (``tf.compat.v1.layers``'
-``convolutional`` module) over ``estimator.convolution``'s kernels."""
+``convolutional`` module) over ``estimator.layers.convolution``'s kernels."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 
-from estimator import convolution
+from estimator.layers import convolution
 from estimator.layers._utils import check_format, int_tuple, layer_name
 from estimator.layers.core import KernelOptions, kernel_layer
 

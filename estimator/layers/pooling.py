@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from estimator import convolution
+from estimator.layers import convolution
 from estimator.layers._utils import check_format, int_tuple
 
 __all__ = ["max_pooling1d", "max_pooling2d", "average_pooling1d", "average_pooling2d"]

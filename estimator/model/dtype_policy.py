@@ -30,7 +30,7 @@ scale.
 
 The policy is set per Estimator (``RunConfig(dtype_policy=...)``), not globally as Keras'
 ``keras.config.set_dtype_policy`` does. ``"float32"`` (the default) changes nothing. The
-policy object itself (:class:`DTypePolicy`, :func:`get`) is ``estimator.dtype_policies``'
+policy object itself (:class:`DTypePolicy`, :func:`get`) is ``estimator.config.dtype_policies``'
 (a bottom-layer module, so that ``RunConfig`` can hold one); this module applies it.
 """
 
@@ -42,18 +42,15 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from estimator.dtype_policies import DTypePolicy as DTypePolicy
-from estimator.dtype_policies import get as get
+from estimator.config.dtype_policies import DTypePolicy
 from estimator.model.train_op import mark_row_wise
 from estimator.model.variables import current_frame
 
 __all__ = [
-    "DTypePolicy",
     "LossScaleState",
     "autocast",
     "compute_dtype",
     "current_policy",
-    "get",
     "loss_scale",
     "loss_scaling",
     "variable_dtype",

@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from estimator.config import dtype_policies
+from estimator.config.dtype_policies import DTypePolicy
 from estimator.fn_args import fn_args
 from estimator.model import dtype_policy
 from estimator.model.padding import MASK_KEY
@@ -71,7 +73,7 @@ def seed_key_data(seed: int) -> np.ndarray:
     return np.asarray(jax.random.key_data(jax.random.key(seed)))
 
 
-def _with_policy(spec: EstimatorSpec, policy: dtype_policy.DTypePolicy) -> EstimatorSpec:
+def _with_policy(spec: EstimatorSpec, policy: DTypePolicy) -> EstimatorSpec:
     """Under a mixed policy: the loss in float32 (a lower-precision loss from the user's
     own layers is widened; gradients then reach the variables in float32), and under
     ``mixed_float16`` the ``train_op`` wrapped in dynamic loss scaling."""
@@ -196,7 +198,7 @@ class ModelFunction:
             )
         frame.row_mask = mask
         frame.mode = mode
-        policy = dtype_policy.get(getattr(self.config, "dtype_policy", None))
+        policy = dtype_policies.get(getattr(self.config, "dtype_policy", None))
         frame.dtype_policy = policy
         frame.train_metrics = train_metrics
         kwargs = {}

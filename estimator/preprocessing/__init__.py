@@ -47,6 +47,10 @@ UTF-8 bytes (``pyfarmhash``), integers hashed through their decimal string as TF
 ``FingerprintCat64`` chaining for crosses (``tf.sparse.cross_hashed``).
 """
 
+from estimator.io._specs import FixedLenFeature as FixedLenFeature
+from estimator.io._specs import VarLenFeature as VarLenFeature
+from estimator.io._specs import dtype_name as dtype_name
+from estimator.io._specs import feature_from_config as feature_from_config
 from estimator.preprocessing._base import CategoricalIds as CategoricalIds
 from estimator.preprocessing._base import Op as Op
 from estimator.preprocessing._base import op_from_config as op_from_config
@@ -67,10 +71,6 @@ from estimator.preprocessing._numeric import Numeric as Numeric
 from estimator.preprocessing._sequence import SequenceCategorical as SequenceCategorical
 from estimator.preprocessing._sequence import SequenceLength as SequenceLength
 from estimator.preprocessing._sequence import SequenceNumeric as SequenceNumeric
-from estimator.preprocessing._specs import FixedLenFeature as FixedLenFeature
-from estimator.preprocessing._specs import VarLenFeature as VarLenFeature
-from estimator.preprocessing._specs import dtype_name as dtype_name
-from estimator.preprocessing._specs import feature_from_config as feature_from_config
 from estimator.preprocessing._transform import InputTransform as InputTransform
 
 __all__ = [

@@ -10,8 +10,8 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from estimator.io._specs import STRING, FixedLenFeature, VarLenFeature, _as_list
 from estimator.preprocessing._fingerprint import fingerprint64
-from estimator.preprocessing._specs import STRING, FixedLenFeature, VarLenFeature, _as_list
 
 _MAX_ID = 2**31 - 1  # ids are int32 on the device
 _INT64_MAX = 2**63 - 1

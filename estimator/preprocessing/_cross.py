@@ -8,6 +8,7 @@ from typing import ClassVar
 import jax
 import numpy as np
 
+from estimator.io._specs import VarLenFeature, dtype_name
 from estimator.preprocessing._base import (
     CategoricalIds,
     Op,
@@ -19,7 +20,7 @@ from estimator.preprocessing._base import (
     string_fingerprints,
 )
 from estimator.preprocessing._fingerprint import fingerprint_cat64
-from estimator.preprocessing._specs import VarLenFeature, _merge_specs, dtype_name
+from estimator.preprocessing._specs import _merge_specs
 
 #: ``hash_key`` TF's ``sparse_cross_hashed`` uses when none is given (``crossed_column``).
 DEFAULT_CROSS_HASH_KEY = 0xDECAFCAFFE

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from estimator.io._specs import STRING, VarLenFeature, _as_tuple, dtype_name
 from estimator.preprocessing._base import (
     CategoricalIds,
     Op,
@@ -19,7 +20,6 @@ from estimator.preprocessing._base import (
     string_fingerprints,
 )
 from estimator.preprocessing._fingerprint import fingerprint64
-from estimator.preprocessing._specs import STRING, VarLenFeature, _as_tuple, dtype_name
 
 
 class _Ids(dict):

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from estimator.io._specs import FixedLenFeature, _as_tuple, dtype_name
 from estimator.preprocessing._base import (
     CategoricalIds,
     Op,
@@ -17,7 +18,6 @@ from estimator.preprocessing._base import (
     op_from_config,
     register_op,
 )
-from estimator.preprocessing._specs import FixedLenFeature, _as_tuple, dtype_name
 
 
 @register_op

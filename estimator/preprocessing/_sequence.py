@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from estimator.io._specs import STRING, VarLenFeature, dtype_name
 from estimator.preprocessing._base import (
     CategoricalIds,
     Op,
@@ -37,7 +38,6 @@ from estimator.preprocessing._base import (
     op_from_config,
     register_op,
 )
-from estimator.preprocessing._specs import STRING, VarLenFeature, dtype_name
 
 _CATEGORICAL = "categorical"
 _NUMERIC = "numeric"

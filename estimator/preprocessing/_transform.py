@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from estimator.io._specs import FixedLenFeature, VarLenFeature
 from estimator.preprocessing._base import Op, op_from_config
 from estimator.preprocessing._cross import Weighted
-from estimator.preprocessing._specs import FixedLenFeature, VarLenFeature, _merge_specs
+from estimator.preprocessing._specs import _merge_specs
 
 _FORMAT = "jax_estimator.InputTransform"
 _VERSION = 1

@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from estimator.events import read_eval_metrics
 from estimator.export._integrity import MANIFEST
 from estimator.fn_args import fn_args
 from estimator.io import fs
-from estimator.summary import read_eval_metrics
 
 __all__ = ["Exporter", "LatestExporter", "FinalExporter", "BestExporter"]
 

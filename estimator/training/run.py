@@ -44,10 +44,10 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from estimator.config import TaskType
 from estimator.estimator import Estimator
 from estimator.hooks.checkpoint_saver import CheckpointSaverHook, CheckpointSaverListener
 from estimator.hooks.timers import SecondOrStepTimer
-from estimator.run_config import TaskType
 from estimator.training.in_memory_evaluator import InMemoryEvaluatorHook
 from estimator.training.specs import EvalSpec, TrainSpec
 

@@ -34,16 +34,13 @@ for TF 1 code is said where it happens; the main points:
   ``python -m estimator.compat.check program.py`` lists what a program uses.
 
 **Layering.** TF's namespace includes canned estimators and feature columns
-(``tf.estimator.LinearClassifier``, ``tf.feature_column``), which live in ``canned``; and
-the core never imports ``canned`` (``canned`` builds on it). So those names resolve here
-lazily, by module path (``importlib.import_module("canned._compat_v1")``), the first time a
-program asks for one: importing this module imports nothing from ``canned``, and
-``canned`` stays a layer above (``tests/test_compat_namespace.py`` checks both).
+(``tf.estimator.LinearClassifier``, ``tf.feature_column``), which live in ``canned``. So
+``estimator.compat`` is the top layer of the package, above ``canned``, and imports it
+plainly; the rest of ``estimator`` never imports ``canned`` (``docs/architecture.md``,
+``tests/test_layout.py``).
 """
 
 from __future__ import annotations
-
-import importlib
 
 import jax
 
@@ -72,6 +69,7 @@ from estimator.compat.v1 import strings as strings
 from estimator.compat.v1 import summary as summary
 from estimator.compat.v1 import tpu as tpu
 from estimator.compat.v1 import train as train
+from estimator.compat.v1._canned import feature_column as feature_column
 from estimator.compat.v1._config import ConfigProto as ConfigProto
 from estimator.compat.v1._config import GPUOptions as GPUOptions
 from estimator.compat.v1._config import GraphOptions as GraphOptions
@@ -211,10 +209,9 @@ def __getattr__(name: str):
     if name == "compat":
         # tf.compat.v1.X in a program that imports this module as tf (TF 2 code spelled
         # tf.compat.v1 everywhere): the package's tf.compat namespace, whose v1 is this module.
-        return importlib.import_module("estimator.compat").compat
-    if name == "feature_column":
-        # Deferred by design (see the module docstring): canned is imported by path, here.
-        return importlib.import_module("canned._compat_v1").feature_column
+        import estimator.compat  # deferred: estimator.compat imports this module
+
+        return estimator.compat.compat
     return _unsupported_getattr(name)
 
 

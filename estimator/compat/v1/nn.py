@@ -14,11 +14,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from estimator import convolution
 from estimator import layers as _layers
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1._base import axis_arg, op
 from estimator.compat.v1._math_ops import in_top_k, sigmoid, softplus, tanh, top_k
+from estimator.layers import convolution
 from estimator.model.variables import next_rng_key
 
 __all__ = [

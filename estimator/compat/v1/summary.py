@@ -12,7 +12,7 @@ from __future__ import annotations
 from estimator import summary as _summary
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1._base import in_model_fn
-from estimator.summary import SummarySaverHook as SummarySaverHook
+from estimator.hooks import SummarySaverHook as SummarySaverHook
 
 __all__ = ["scalar", "histogram", "text", "merge_all", "merge", "SummarySaverHook"]
 

@@ -6,18 +6,45 @@ The heads (``binary_classification_head``, ``multi_class_head``, ``multi_label_h
 ``loss_reduction=SUM_OVER_BATCH_SIZE``), ``DNNEstimator``, ``LinearEstimator``,
 ``DNNLinearCombinedEstimator``, ``RNNClassifier``/``RNNEstimator``, ``add_metrics``,
 ``InMemoryEvaluatorHook``, the early-stopping hooks, ``call_logit_fn``,
-``build_raw_supervised_input_receiver_fn``. They live in ``canned`` (a layer above the
-core), so this module reaches them by name when first asked (``canned._compat_contrib``).
+``build_raw_supervised_input_receiver_fn``. They come from ``canned`` with TF 1.15's
+defaults (``estimator.compat.v1.contrib._canned``).
 """
 
 from __future__ import annotations
 
-import importlib
-
 from estimator.compat._unsupported import module_getattr
+from estimator.compat.v1.contrib._canned import DNNEstimator as DNNEstimator
+from estimator.compat.v1.contrib._canned import (
+    DNNLinearCombinedEstimator as DNNLinearCombinedEstimator,
+)
+from estimator.compat.v1.contrib._canned import InMemoryEvaluatorHook as InMemoryEvaluatorHook
+from estimator.compat.v1.contrib._canned import LinearEstimator as LinearEstimator
+from estimator.compat.v1.contrib._canned import RNNClassifier as RNNClassifier
+from estimator.compat.v1.contrib._canned import RNNEstimator as RNNEstimator
+from estimator.compat.v1.contrib._canned import add_metrics as add_metrics
+from estimator.compat.v1.contrib._canned import (
+    binary_classification_head as binary_classification_head,
+)
+from estimator.compat.v1.contrib._canned import (
+    build_raw_supervised_input_receiver_fn as build_raw_supervised_input_receiver_fn,
+)
+from estimator.compat.v1.contrib._canned import call_logit_fn as call_logit_fn
+from estimator.compat.v1.contrib._canned import logistic_regression_head as logistic_regression_head
+from estimator.compat.v1.contrib._canned import make_early_stopping_hook as make_early_stopping_hook
+from estimator.compat.v1.contrib._canned import (
+    make_stop_at_checkpoint_step_hook as make_stop_at_checkpoint_step_hook,
+)
+from estimator.compat.v1.contrib._canned import multi_class_head as multi_class_head
+from estimator.compat.v1.contrib._canned import multi_head as multi_head
+from estimator.compat.v1.contrib._canned import multi_label_head as multi_label_head
+from estimator.compat.v1.contrib._canned import poisson_regression_head as poisson_regression_head
+from estimator.compat.v1.contrib._canned import regression_head as regression_head
+from estimator.compat.v1.contrib._canned import stop_if_higher_hook as stop_if_higher_hook
+from estimator.compat.v1.contrib._canned import stop_if_lower_hook as stop_if_lower_hook
+from estimator.compat.v1.contrib._canned import stop_if_no_decrease_hook as stop_if_no_decrease_hook
+from estimator.compat.v1.contrib._canned import stop_if_no_increase_hook as stop_if_no_increase_hook
 
-#: Names served by ``canned._compat_contrib``.
-CANNED = (
+__all__ = [
     "add_metrics",
     "binary_classification_head",
     "multi_class_head",
@@ -40,17 +67,12 @@ CANNED = (
     "make_stop_at_checkpoint_step_hook",
     "call_logit_fn",
     "build_raw_supervised_input_receiver_fn",
-)
-
-__all__ = [*CANNED]
+]
 
 _unsupported_getattr = module_getattr("tf.contrib.estimator", __name__)
 
 
 def __getattr__(name: str):
-    if name in CANNED:
-        # Deferred by design: canned builds on estimator (see estimator.compat.v1).
-        return getattr(importlib.import_module("canned._compat_contrib"), name)
     return _unsupported_getattr(name)
 
 

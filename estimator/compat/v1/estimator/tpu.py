@@ -54,10 +54,10 @@ from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1 import losses as _losses
 from estimator.compat.v1.estimator._spec import EstimatorSpec
 from estimator.compat.v1.train._optimizers import Optimizer
+from estimator.config.run_config import RunConfig as _RunConfig
 from estimator.fn_args import fn_args
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.mode_keys import ModeKeys
-from estimator.run_config import RunConfig as _RunConfig
 
 __all__ = [
     "TPUEstimator",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from estimator.checkpoint import latest_checkpoint as _latest_checkpoint
 from estimator.checkpoint import list_variables as _list_variables
 from estimator.checkpoint import load_variable as _load_variable
+from estimator.checkpoint.vocab_remap import VocabInfo as VocabInfo
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1.train._init_from import init_from_checkpoint as init_from_checkpoint
 from estimator.compat.v1.train._optimizers import AdadeltaOptimizer as AdadeltaOptimizer
@@ -36,16 +37,17 @@ from estimator.compat.v1.train._schedules import (
     piecewise_constant_decay as piecewise_constant_decay,
 )
 from estimator.compat.v1.train._schedules import polynomial_decay as polynomial_decay
-from estimator.hooks.basic import CheckpointSaverHook as CheckpointSaverHook
-from estimator.hooks.basic import CheckpointSaverListener as CheckpointSaverListener
-from estimator.hooks.basic import FinalOpsHook as FinalOpsHook
-from estimator.hooks.basic import GlobalStepWaiterHook as GlobalStepWaiterHook
-from estimator.hooks.basic import LoggingTensorHook as LoggingTensorHook
-from estimator.hooks.basic import NanLossDuringTrainingError as NanLossDuringTrainingError
-from estimator.hooks.basic import NanTensorHook as NanTensorHook
-from estimator.hooks.basic import SecondOrStepTimer as SecondOrStepTimer
-from estimator.hooks.basic import StepCounterHook as StepCounterHook
-from estimator.hooks.basic import StopAtStepHook as StopAtStepHook
+from estimator.hooks import CheckpointSaverHook as CheckpointSaverHook
+from estimator.hooks import CheckpointSaverListener as CheckpointSaverListener
+from estimator.hooks import FinalOpsHook as FinalOpsHook
+from estimator.hooks import GlobalStepWaiterHook as GlobalStepWaiterHook
+from estimator.hooks import LoggingTensorHook as LoggingTensorHook
+from estimator.hooks import NanLossDuringTrainingError as NanLossDuringTrainingError
+from estimator.hooks import NanTensorHook as NanTensorHook
+from estimator.hooks import SecondOrStepTimer as SecondOrStepTimer
+from estimator.hooks import StepCounterHook as StepCounterHook
+from estimator.hooks import StopAtStepHook as StopAtStepHook
+from estimator.hooks import SummarySaverHook as SummarySaverHook
 from estimator.hooks.feed_fn import FeedFnHook as FeedFnHook
 from estimator.hooks.profiler import ProfilerHook as ProfilerHook
 from estimator.hooks.session_run_hook import SessionRunArgs as SessionRunArgs
@@ -62,8 +64,6 @@ from estimator.io.protos import FloatList as FloatList
 from estimator.io.protos import Int64List as Int64List
 from estimator.io.protos import SequenceExample as SequenceExample
 from estimator.model.variables import get_global_step as _get_global_step
-from estimator.summary import SummarySaverHook as SummarySaverHook
-from estimator.vocab_remap import VocabInfo as VocabInfo
 
 __all__ = [
     "BytesList",

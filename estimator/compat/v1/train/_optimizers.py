@@ -39,12 +39,12 @@ unchanged).
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from canned._ftrl import FtrlState, ftrl
 from estimator.compat.v1._graph import frame_state
 from estimator.compat.v1._symbolic import SymbolicGradient
 from estimator.compat.v1.train._train_op import (
@@ -479,9 +479,7 @@ class AdadeltaOptimizer(Optimizer):
 class FtrlOptimizer(Optimizer):
     """``tf.compat.v1.train.FtrlOptimizer``: FTRL-Proximal with TF's defaults
     (``learning_rate_power=-0.5``, ``initial_accumulator_value=0.1``). The rule is
-    ``canned.ftrl`` (TF's ``ApplyFtrl`` kernel), imported when the optimizer is first used:
-    the core package never imports ``canned`` at import time (see
-    ``estimator.compat.v1``'s docstring). Slots ``<var>/Ftrl`` (accumulator) and
+    ``canned.ftrl`` (TF's ``ApplyFtrl`` kernel). Slots ``<var>/Ftrl`` (accumulator) and
     ``<var>/Ftrl_1`` (linear), or ``accum_name`` / ``linear_name``.
 
     Raises:
@@ -519,13 +517,8 @@ class FtrlOptimizer(Optimizer):
         }
         self._ftrl(0.1)  # argument checks now, as TF's constructor
 
-    @staticmethod
-    def _canned_ftrl():
-        # Deferred: estimator must not import canned at import time (layering rule).
-        return importlib.import_module("canned._ftrl")
-
     def _ftrl(self, lr):
-        return self._canned_ftrl().ftrl(lambda count: lr, **self._options)
+        return ftrl(lambda count: lr, **self._options)
 
     def _slot_names(self):
         return [
@@ -539,8 +532,7 @@ class FtrlOptimizer(Optimizer):
         return jnp.zeros_like(var)
 
     def _apply_dense(self, grad, var, slots, non_slots, hyper):
-        module = self._canned_ftrl()
-        state = module.FtrlState(
+        state = FtrlState(
             count=jnp.zeros([], jnp.int32),
             accumulator=slots["accumulator"],
             linear=slots["linear"],

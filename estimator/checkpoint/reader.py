@@ -1,42 +1,6 @@
-"""Checkpoints of an Estimator's train state, written with orbax-checkpoint.
-
-A checkpoint is the directory ``<model_dir>/model.ckpt_<global_step>`` written by an orbax
-``CheckpointManager`` (atomically: orbax writes to a temporary directory and renames it
-when complete, so a process killed mid-save leaves the previous checkpoint as the latest).
-It holds three items:
-
-* ``variables`` — ``{"trainable": {name: array}, "non_trainable": {name: array}}``;
-* ``opt_state`` — the optimizer state in its saved form (``estimator.io.tree_form``:
-  nested dicts keyed by name; older checkpoints hold optax's own structure, read the
-  same way), absent when saved without one;
-* ``meta`` — JSON: ``global_step``, ``variables`` (name -> shape, dtype, trainable),
-  ``opt_state`` (each leaf's names, shape and dtype, when there is one), the jax version,
-  and a CRC32C checksum of every array in ``variables`` and ``opt_state``
-  (``estimator.io.checksums``): enough to list or read variables, and to know the state's
-  structure, without the model code.
-
-Every read checks what it reads, as TF's tensor bundles do (``tf.errors.DataLossError``):
-the metadata against the directory's step, the arrays against their checksums (orbax and
-TensorStore check only their own index files: a flipped bit in an array's bytes loaded
-silently as a different model). Damage of any kind raises :class:`DataLossError` naming the
-checkpoint, what is wrong and the previous checkpoint; ``RunConfig(restore_fallback=True)``
-makes ``train()`` resume from the newest intact checkpoint instead.
-
-``model_dir`` may be a storage URL (``estimator.io.fs``). orbax writes ``gs://`` itself
-(through TensorStore; a step directory is complete when it holds orbax's
-``commit_success.txt``); for other protocols (``s3://``, ...), which orbax cannot write,
-each checkpoint is written to a local staging directory and published to the URL in the
-background when complete, ``commit_success.txt`` last (``estimator.io.staging``), and read
-through a local copy. Retention applies to the URL too: the newest
-``keep_checkpoint_max`` published checkpoints stay, with those the writer's policy keeps.
-
-Writing is ``estimator.checkpoint_writer`` (:class:`Checkpointer`, re-exported here).
-
-TF names checkpoints ``model.ckpt-<step>``; orbax's step naming needs an underscore.
-Retention follows ``RunConfig``: the newest ``keep_checkpoint_max`` (0/None keeps all),
-plus one every ``keep_checkpoint_every_n_hours`` as TF's ``Saver`` (timed from when the
-writer was created). The newest checkpoint is never deleted.
-"""
+"""Reading checkpoints: their metadata, one variable, or the whole train state, every read
+checked against the checkpoint's step and checksums (damage raises :class:`DataLossError`).
+The format and the guarantees are the package's (``estimator.checkpoint``)."""
 
 from __future__ import annotations
 
@@ -50,31 +14,12 @@ import numpy as np
 import orbax.checkpoint as ocp
 from etils import epath
 
-from estimator.checkpoint_paths import _STEP_DIR as _STEP_DIR
-from estimator.checkpoint_paths import STEP_PREFIX as STEP_PREFIX
-from estimator.checkpoint_paths import checkpoint_step as checkpoint_step
-from estimator.checkpoint_paths import complete_steps as complete_steps
-from estimator.checkpoint_paths import latest_checkpoint as latest_checkpoint
-from estimator.checkpoint_paths import previous_checkpoint as previous_checkpoint
-from estimator.checkpoint_paths import quarantine as quarantine
-from estimator.checkpoint_paths import resolve as resolve
-from estimator.checkpoint_paths import step_dir as step_dir
-from estimator.checkpoint_writer import FORMAT as FORMAT
-from estimator.checkpoint_writer import Checkpointer as Checkpointer
-from estimator.checkpoint_writer import multiprocessing_options as multiprocessing_options
-from estimator.checkpoint_writer import process_local as process_local
-from estimator.checkpoint_writer import variable_specs as variable_specs
-from estimator.io import checksums, fs, staging, tree_form
+from estimator.checkpoint import checksums, tree_form
+from estimator.checkpoint.paths import STEP_DIR, previous_checkpoint
+from estimator.checkpoint.writer import FORMAT, multiprocessing_options, variable_specs
+from estimator.io import fs, staging
 
 logger = logging.getLogger("estimator")
-
-__all__ = [
-    "Checkpointer",
-    "DataLossError",
-    "latest_checkpoint",
-    "list_variables",
-    "load_variable",
-]
 
 
 class DataLossError(ValueError):
@@ -153,7 +98,7 @@ def read_meta(path: str) -> dict:
         or not isinstance(restored.get("variables"), dict)
     ):
         raise _corrupt(path, where, ValueError("expected an object with global_step and variables"))
-    match = _STEP_DIR.match(fs.basename(path))
+    match = STEP_DIR.match(fs.basename(path))
     if match and int(match.group(1)) != restored["global_step"]:
         raise _corrupt(
             path,
@@ -348,7 +293,7 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
       path: a checkpoint directory.
       abstract_state: a ``TrainState`` of ``jax.ShapeDtypeStruct`` (with shardings when the
         state is distributed): the structure to restore into, its ``opt_state`` in the saved
-        form (``estimator.io.tree_form``).
+        form (``estimator.checkpoint.tree_form``).
       with_opt_state: also read the optimizer state (training), returned in the saved
         form whatever structure it was written in; otherwise it is None.
 

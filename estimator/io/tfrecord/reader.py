@@ -1,26 +1,5 @@
-"""TFRecord files without TensorFlow: reading and writing (``tf.io.TFRecordWriter``,
-``tf.data.TFRecordDataset``'s reader).
-
-A TFRecord file is a sequence of records, each framed as TF's ``record_writer.cc`` writes
-it::
-
-    uint64 length (little-endian)
-    uint32 masked CRC32C of the length's 8 bytes
-    byte   data[length]
-    uint32 masked CRC32C of the data
-
-(``masked(crc) = ((crc >> 15) | (crc << 17)) + 0xa282ead8``, modulo 2**32). The whole
-stream may be compressed: ``compression_type`` ``""`` (none), ``"GZIP"`` or ``"ZLIB"``.
-CRCs are computed by the ``crc32c`` package (hardware CRC32C) and checked on every read.
-
-Files written by TF's ``tf.io.TFRecordWriter`` read back here, and files written here
-read back in TF, for all three compressions (``tests/test_io_tfrecord.py``). A damaged
-file raises :class:`CorruptRecordError` naming the file, the byte offset and the fix;
-nothing is skipped unless ``ignore_errors=True``, which skips the rest of a damaged file
-(a frame cannot be found again after a bad length) and counts it in a :class:`ReadStats`.
-:class:`TFRecordWriter` writes under a temporary name and renames the file into place on
-``close()``: a failed or interrupted write leaves no partial file behind.
-"""
+"""Reading TFRecord files: records in order, CRC-checked, through any storage URL, and
+the files a pattern names (``tf.data.TFRecordDataset``'s reader, without TensorFlow)."""
 
 from __future__ import annotations
 
@@ -38,28 +17,18 @@ import crc32c
 import numpy as np
 
 from estimator.io import paths
-from estimator.io._framing import _CHUNK as _CHUNK
-from estimator.io._framing import _CRC as _CRC
-from estimator.io._framing import _HEADER as _HEADER
-from estimator.io._framing import _LENGTH as _LENGTH
-from estimator.io._framing import COMPRESSION_TYPES as COMPRESSION_TYPES
-from estimator.io._framing import CorruptRecordError as CorruptRecordError
-from estimator.io._framing import TFRecordOptions as TFRecordOptions
-from estimator.io._framing import _compression as _compression
-from estimator.io._framing import _mask
-from estimator.io._framing import masked_crc32c as masked_crc32c
-from estimator.io._writer import TFRecordWriter as TFRecordWriter
-from estimator.io._writer import write_records as write_records
+from estimator.io.tfrecord.framing import (
+    _CHUNK,
+    _CRC,
+    _HEADER,
+    _LENGTH,
+    CorruptRecordError,
+    _compression,
+    _mask,
+    masked_crc32c,
+)
 
-__all__ = [
-    "CorruptRecordError",
-    "ReadStats",
-    "TFRecordOptions",
-    "TFRecordWriter",
-    "list_files",
-    "read_records",
-    "tf_record_iterator",
-]
+__all__ = ["ReadStats", "list_files", "read_record_chunks", "read_records", "tf_record_iterator"]
 
 logger = logging.getLogger("estimator")
 

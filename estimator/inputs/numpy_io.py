@@ -1,9 +1,5 @@
-"""User-facing input functions: ``numpy_input_fn`` over in-memory arrays (with the
-:class:`Batches` it returns) and ``tfrecord_input_fn`` over TFRecord files.
-
-What an ``input_fn`` may return, and how the Estimator reads it, is
-``estimator.engine.input_pipeline``'s (the host input pipeline).
-"""
+"""``numpy_input_fn``: an ``input_fn`` over in-memory arrays, and the :class:`Batches` it
+returns (whose rows the feature columns' host phase maps once, ahead of training)."""
 
 from __future__ import annotations
 
@@ -15,13 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from estimator.fn_args import fn_args as fn_args
-from estimator.input_dtypes import CANONICAL as CANONICAL
-from estimator.input_dtypes import canonical as canonical
-from estimator.input_dtypes import check_int_range as check_int_range
-from estimator.inputs_tfrecord import tfrecord_input_fn as tfrecord_input_fn
-
-__all__ = ["numpy_input_fn", "tfrecord_input_fn"]
+__all__ = ["Batches", "apply_to_rows", "numpy_input_fn"]
 
 
 def _as_ordered_dict(x, what: str) -> collections.OrderedDict:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import IO
 
 from estimator.io import paths
-from estimator.io._framing import _CRC, TFRecordOptions, masked_crc32c
+from estimator.io.tfrecord.framing import _CRC, TFRecordOptions, masked_crc32c
 
 logger = logging.getLogger("estimator")
 

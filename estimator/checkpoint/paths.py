@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 STEP_PREFIX = "model.ckpt"
-_STEP_DIR = re.compile(r"^model\.ckpt_(\d+)$")
+STEP_DIR = re.compile(r"^model\.ckpt_(\d+)$")
 
 
 def step_dir(model_dir: str, step: int) -> str:
@@ -38,7 +38,7 @@ def checkpoint_step(path: str) -> int:
     Raises:
       ValueError: when ``path`` is not a checkpoint directory name.
     """
-    match = _STEP_DIR.match(fs.basename(path))
+    match = STEP_DIR.match(fs.basename(path))
     if not match:
         raise ValueError(
             f"{path} is not a checkpoint: expected a directory named {STEP_PREFIX}_<step> "
@@ -63,7 +63,7 @@ def complete_steps(model_dir) -> list[int]:
     model_dir = fs.as_str(model_dir)
     steps = []
     for name in fs.listdir(model_dir):
-        match = _STEP_DIR.match(name)
+        match = STEP_DIR.match(name)
         if match and _complete(fs.join(model_dir, name)):
             steps.append(int(match.group(1)))
     return sorted(steps)
@@ -78,7 +78,7 @@ def latest_checkpoint(model_dir) -> str | None:
 
 def previous_checkpoint(path: str) -> str | None:
     """The newest complete checkpoint before ``path`` in its directory, or None."""
-    match = _STEP_DIR.match(fs.basename(path))
+    match = STEP_DIR.match(fs.basename(path))
     if not match:
         return None
     parent = fs.dirname(path)
@@ -111,7 +111,7 @@ def resolve(checkpoint_path, model_dir: str, what: str) -> str | None:
     if checkpoint_path:
         checkpoint_path = fs.check(checkpoint_path, "checkpoint_path")
         is_dir = fs.isdir(checkpoint_path)
-        if is_dir and not _STEP_DIR.match(fs.basename(checkpoint_path)):
+        if is_dir and not STEP_DIR.match(fs.basename(checkpoint_path)):
             latest = latest_checkpoint(checkpoint_path)
             if latest is None:
                 raise ValueError(f"Could not find trained model at {checkpoint_path}.")

@@ -35,7 +35,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from estimator.io import tree_form
+from estimator.checkpoint import tree_form
 
 __all__ = ["ALGORITHM", "PIECE_BYTES", "compute", "leaves", "verify"]
 

@@ -1,7 +1,7 @@
 """Channels-last convolution and max pooling, laid out for XLA's CPU backend (internal).
 
 On other backends (and with ``JAX_ESTIMATOR_CPU_CONVOLUTIONS=0``, see
-``estimator.platform``) :func:`conv` is ``lax.conv_general_dilated`` and :func:`max_pool`
+``estimator.config.platform``) :func:`conv` is ``lax.conv_general_dilated`` and :func:`max_pool`
 ``lax.reduce_window``, with JAX's own gradients; what follows is the CPU backend's path.
 
 ``jax.lax.conv_general_dilated`` differentiates into convolutions with swapped dimension
@@ -58,7 +58,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from estimator import platform
+from estimator.config import platform
 
 __all__ = ["PATCH_BYTES_MAX", "PATCH_CONTRACTION_MAX", "conv", "max_pool"]
 

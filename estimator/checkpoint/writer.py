@@ -21,14 +21,15 @@ import numpy as np
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers as ocm
 
-from estimator.checkpoint_paths import (
-    _STEP_DIR,
+from estimator.checkpoint import checksums, tree_form
+from estimator.checkpoint.paths import (
+    STEP_DIR,
     STEP_PREFIX,
     checkpoint_step,
     complete_steps,
     step_dir,
 )
-from estimator.io import checksums, fs, staging, tree_form
+from estimator.io import fs, staging
 
 #: The metadata's format: 2 records checksums (format 1, before them, is read unchecked).
 FORMAT = 2
@@ -192,7 +193,7 @@ class Checkpointer:
 
         Device values are copied to the host before this returns, so the caller may
         donate or overwrite them; files are written in the background. Every array's
-        CRC32C is computed first and recorded in the metadata (``estimator.io.checksums``;
+        CRC32C is computed first and recorded in the metadata (``estimator.checkpoint.checksums``;
         collective in a multi-process job, as the save is).
 
         Returns:
@@ -254,7 +255,7 @@ class Checkpointer:
             return
         keep.update(complete[-self._keep :])
         for name in fs.listdir(self.model_dir):
-            match = _STEP_DIR.match(name)
+            match = STEP_DIR.match(name)
             if match and int(match.group(1)) < newest and int(match.group(1)) not in keep:
                 fs.rmtree(fs.join(self.model_dir, name), first=(staging.COMMIT_MARKER,))
 

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from estimator.event_files import add_text, writer_for
+from estimator.events.files import add_text, writer_for
 from estimator.io import fs
 
 __all__ = ["EVAL_RESULTS", "read_eval_metrics", "write_eval_results"]

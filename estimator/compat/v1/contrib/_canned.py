@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from canned._compat_v1 import _REDUCTIONS
 from canned.dnn import DNNEstimator as DNNEstimator
 from canned.dnn_linear_combined import DNNLinearCombinedEstimator as DNNLinearCombinedEstimator
 from canned.experimental import RNNClassifier as RNNClassifier
@@ -28,6 +27,7 @@ from canned.head import (
 )
 from canned.linear import LinearEstimator as LinearEstimator
 from estimator import add_metrics as add_metrics
+from estimator.compat.v1._canned import _REDUCTIONS
 from estimator.compat.v1.losses import Reduction
 from estimator.experimental import InMemoryEvaluatorHook as InMemoryEvaluatorHook
 from estimator.experimental import (

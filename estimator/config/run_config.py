@@ -20,14 +20,19 @@ from typing import Any
 
 import jax
 
-from estimator import dtype_policies as _dtype_policy
-from estimator import platform
+from estimator.config import dtype_policies as _dtype_policy
+from estimator.config import platform
+from estimator.config.tf_config import (
+    ClusterSpec,
+    TaskType,
+    global_task_id,
+    session_master,
+    validate_task,
+)
 from estimator.fn_args import fn_args
 from estimator.io import fs
-from estimator.tf_config import ClusterSpec, global_task_id, session_master, validate_task
-from estimator.tf_config import TaskType as TaskType
 
-__all__ = ["RunConfig", "TaskType"]
+__all__ = ["RunConfig"]
 
 logger = logging.getLogger("estimator")
 
@@ -213,7 +218,7 @@ class RunConfig:
         ``estimator.engine.interrupt``). False keeps TF's behaviour: SIGTERM ends the process at
         once and the steps since the last checkpoint are lost.
       compilation_cache_dir: keyword-only; where JAX keeps compiled programs across
-        processes (``estimator.platform``): by default
+        processes (``estimator.config.platform``): by default
         ``$JAX_ESTIMATOR_CACHE_DIR`` or ``~/.cache/jax-estimator/xla``; None turns it off.
         Ignored when the process has set JAX's cache directory itself.
       variable_partitions: keyword-only ``{regex: jax.sharding.PartitionSpec}``: variables

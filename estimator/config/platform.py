@@ -53,7 +53,7 @@ Process-wide settings, made once, by the first ``Estimator`` built (:func:`confi
 Code paths for the CPU backend alone (:func:`on_cpu`; other backends run the standard
 ``lax`` operations and XLA's default options):
 
-* ``JAX_ESTIMATOR_CPU_CONVOLUTIONS=0``: ``estimator.convolution``'s patch-matrix
+* ``JAX_ESTIMATOR_CPU_CONVOLUTIONS=0``: ``estimator.layers.convolution``'s patch-matrix
   convolutions and reshaped max pooling (XLA's CPU convolution gradients over few channels
   are slow; on a GPU they would bypass cuDNN).
 * ``JAX_ESTIMATOR_CPU_COMPILE_OPTIONS=0``: programs run once or a few times compiled with
