@@ -1,4 +1,4 @@
-"""The four TF 1 programs of ``tests/compat_programs/`` end to end: jax-estimator (the
+"""The four TF 1 programs of ``tests/compat/programs/`` end to end: jax-estimator (the
 one-line port) against TensorFlow 2.15 running the unchanged file, at 1,000 and 10,000 steps.
 
 Every run is a fresh process. Ours gets an empty persistent compilation cache of its own
@@ -17,7 +17,7 @@ the runs, into a temporary ``PYTHONPYCACHEPREFIX`` (see :func:`bytecode_env`).
 
 The ratio is TF's time over ours (above 1: we are faster). With ``--warm`` a second run of
 ours reads its compiled programs from the first run's cache (a rerun of the same job).
-Issue 13's target: at least 1 at 1,000 steps, at least 3 at 10,000 steps. Timings on a
+The target: at least 1 at 1,000 steps, at least 3 at 10,000 steps. Timings on a
 shared machine are noisy; ``--repeat`` keeps the best of several runs of each.
 
 Usage::
@@ -39,7 +39,7 @@ import time
 import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROGRAMS = os.path.join(ROOT, "tests", "compat_programs")
+PROGRAMS = os.path.join(ROOT, "tests", "compat", "programs")
 TF_IMPORT = "import tensorflow.compat.v1 as tf"
 OUR_IMPORT = "import estimator.compat.v1 as tf"
 DEFAULT_TF = "/work/venvs/tf215/bin/python"

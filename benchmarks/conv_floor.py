@@ -1,7 +1,7 @@
-"""What JAX itself does with the MNIST-style conv net of ``tests/compat_programs/``: a
+"""What JAX itself does with the MNIST-style conv net of ``tests/compat/programs/``: a
 hand-written JAX program against the Estimator (the one-line port) and TF 2.15, end to end.
 
-``compat_programs.py`` times the four TF 1 programs; for the conv net, issue 13's targets
+``compat_programs.py`` times the four TF 1 programs; for the conv net, the targets
 (TF's time at 1,000 steps, a third of it at 10,000) are not met. This script asks whether
 any JAX program could meet them on this machine. Every run is a fresh process with no
 compilation cache, timed from data generation to evaluation, as ``compat_programs.py``
@@ -40,7 +40,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROGRAM = os.path.join(os.path.dirname(HERE), "tests", "compat_programs", "mnist_conv.py")
+PROGRAM = os.path.join(os.path.dirname(HERE), "tests", "compat", "programs", "mnist_conv.py")
 sys.path.insert(0, HERE)
 
 import compat_programs  # noqa: E402
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 f"{'(targets)':<16} {steps:>6} "
                 f"{tf['seconds'] / (1 if steps <= 1000 else 3):>7.2f}   "
-                f"(issue 13: {'TF' if steps <= 1000 else 'a third of TF'}'s time)"
+                f""
             )
 
 

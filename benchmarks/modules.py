@@ -2,7 +2,7 @@
 module in its library's own hand-written ``jax.jit`` + optax loop.
 
 For each library (Flax NNX, Flax Linen, Equinox, Keras 3 on JAX) and each model of
-``tests/modules_zoo.py`` at its ``BENCH`` size (an MLP 64-256-256-10, a CNN on 16x16
+``tests/support/modules_zoo.py`` at its ``BENCH`` size (an MLP 64-256-256-10, a CNN on 16x16
 images with 16 filters and batch normalization, a transformer block of width 64 with 4
 heads over 16 tokens; batch 128, Adam), both sides train in this process on the same
 pre-generated batches:
@@ -22,7 +22,7 @@ calls of 3N, and gives two rates per side: per call (N steps ÷ the time of a ca
 (2N steps ÷ the difference between the calls of 3N and N, so that fixed cost cancels: the
 step rate). Printed: the median of each rate over the rounds, and the median of the
 rounds' ratios (ours / hand-written: each round's two sides ran back to back, under the
-same load; issue 32 asks for a step rate >= 0.95 of the library loop's).
+same load; the target is a step rate >= 0.95 of the library loop's).
 
 Usage: ``python benchmarks/modules.py [--steps N] [--repeats R] [--libraries nnx,keras]
 [--architectures mlp,cnn]``.
@@ -49,7 +49,7 @@ import optax  # noqa: E402
 import estimator as est  # noqa: E402
 
 sys.path.insert(
-    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support")
 )
 import modules_zoo as zoo  # noqa: E402
 

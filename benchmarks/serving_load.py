@@ -24,7 +24,7 @@ forces it), which take a larger share of the CPU and lower the server's numbers.
 in-process row is the loaded ``serving_default`` signature called back to back in one thread
 with the same rows as Python lists (calls/s; latency per call).
 
-The last lines compare issue 33's targets with what was measured, for each protocol: at 64
+The last lines compare the targets with what was measured, for each protocol: at 64
 clients, one row per request, batching off, requests/s >= 0.5x the in-process calls/s and
 p99 <= 2.5x the mean latency (a tail, not starvation: a closed loop of 64 clients at
 throughput X has a mean latency of about 64 / X); with batching on, requests/s >= 3x

@@ -12,7 +12,7 @@ call is timed whole (session set-up, checkpoint saves, hooks included) after a w
 call has compiled the step; the hand-written loop is a ``jax.jit`` step with donated
 state. Runs alternate and the best of ``--repeats`` is reported for each side.
 
-``--train-metrics`` instead measures what training metrics cost (issue 31): the MLP's
+``--train-metrics`` instead measures what training metrics cost: the MLP's
 Estimator without them and with ``RunConfig(train_metrics_steps=100)`` reporting accuracy
 and AUC (200 thresholds) computed on every training batch, side by side in this process:
 each one's first ``train()`` call (compiles included), then ``--repeats`` calls of

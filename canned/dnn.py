@@ -14,7 +14,7 @@ Keras's accumulator 0.1 and epsilon 1e-7.
 
 Random initial values follow JAX's PRNG, not TF's, so two frameworks start from different
 weights with the same seed; from the same weights (``warm_start_from``) training follows
-TF's arithmetic (``tests/test_dnn.py``).
+TF's arithmetic (``tests/canned/test_dnn.py``).
 """
 
 from __future__ import annotations

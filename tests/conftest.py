@@ -5,6 +5,12 @@ import os
 import sys
 import types
 
+# The suite's helper modules (tests/support) and the jobs it also imports (tests/jobs) are
+# imported by name from every test folder.
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+for _folder in ("support", "jobs"):
+    sys.path.insert(0, os.path.join(_TESTS, _folder))
+
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
 # Keras 3 fixes its backend when it is first imported (TensorFlow's, when TensorFlow imports
 # it first); ``estimator.modules.keras`` needs JAX's. Set for every test process before

@@ -204,9 +204,7 @@ def test_only_compat_imports_canned():
     wrong = sorted(
         m
         for m in MODULES
-        if m.startswith("estimator")
-        and not m.startswith("estimator.compat")
-        and _imports_canned(m)
+        if m.startswith("estimator") and not m.startswith("estimator.compat") and _imports_canned(m)
     )
     assert wrong == []
     assert _imports_canned("estimator.compat.v1._canned")  # the check sees what it must

@@ -23,7 +23,7 @@ a table-sized gradient:
 
 Per step this costs O(ids in the batch) for each table, whatever its size. SGD, Adagrad and
 FTRL leave a row without gradient unchanged, so the result equals the dense update (TF's
-sparse kernels are the reference; ``tests/test_sparse_updates.py``).
+sparse kernels are the reference; ``tests/engine/test_sparse_updates.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The semantics are TF 2.15's fast example parser's
 (``tensorflow/core/util/example_proto_fast_parsing.cc``), checked against TF 2.15.1 in
-``tests/test_io_parse.py``:
+``tests/io/test_io_parse.py``:
 
 * ``FixedLenFeature``: an example without the feature (or with an empty ``Feature``) takes
   ``default_value``, or is an error when there is none; a present list must hold exactly

@@ -1,6 +1,6 @@
 """``parse_sequence_example`` and ``parse_single_sequence_example`` without TensorFlow
 (``tf.io``), with TF 2.15's semantics (checked against TF 2.15.1 in
-``tests/test_io_parse.py``).
+``tests/io/test_io_parse.py``).
 
 A ``tf.SequenceExample`` has ``context`` features (parsed as ``parse_example`` parses an
 example's) and ``feature_lists``: per key, one ``Feature`` per step. Sequence specs:

@@ -19,7 +19,7 @@ Every record whose bytes leave this layout (an unknown or repeated field, unpack
 numbers, a key repeated in the map, a varint or length that runs past its message) is
 handed to protobuf (``_columns.collect_protobuf``), which defines the semantics; records
 that are not ``Example``s at all raise there. Both readers agree on every record the fast
-one accepts (``tests/test_io_wire.py``).
+one accepts (``tests/io/test_io_wire.py``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ processes, platforms and releases (no per-process seed, unlike Python's ``hash``
   (``tensorflow/tsl/platform/fingerprint.h``). ``tf.strings.to_hash_bucket_fast`` and
   ``categorical_column_with_hash_bucket`` use ``Fingerprint64(s) % num_buckets``. The
   ``pyfarmhash`` package's ``farmhash.fingerprint64`` is the same function
-  (checked against TF 2.15.1, see ``tests/test_preprocessing.py``).
+  (checked against TF 2.15.1, see ``tests/model/test_preprocessing.py``).
 * ``FingerprintCat64(a, b)``: TF's combination of two 64-bit fingerprints (same header),
   used by ``sparse_cross_hashed`` to hash feature crosses.
 """

@@ -1,7 +1,7 @@
 """TF Serving's gRPC messages and services, from its real schema, without TensorFlow.
 
 The descriptors in ``_descriptors.py`` were compiled by protoc from TF Serving's and TF's
-``.proto`` files (``tests/gen_serving_descriptors.py`` takes them from the
+``.proto`` files (``tools/gen_serving_descriptors.py`` takes them from the
 ``tensorflow-serving-api`` wheel; a test checks they are equal). They join
 ``estimator.io``'s private ``DescriptorPool`` (which holds ``example.proto`` and
 ``feature.proto``), not protobuf's default pool, so a process that also imports TensorFlow

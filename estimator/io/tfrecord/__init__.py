@@ -14,7 +14,7 @@ stream may be compressed: ``compression_type`` ``""`` (none), ``"GZIP"`` or ``"Z
 CRCs are computed by the ``crc32c`` package (hardware CRC32C) and checked on every read.
 
 Files written by TF's ``tf.io.TFRecordWriter`` read back here, and files written here
-read back in TF, for all three compressions (``tests/test_io_tfrecord.py``). A damaged
+read back in TF, for all three compressions (``tests/io/test_io_tfrecord.py``). A damaged
 file raises :class:`CorruptRecordError` naming the file, the byte offset and the fix;
 nothing is skipped unless ``ignore_errors=True``, which skips the rest of a damaged file
 (a frame cannot be found again after a bad length) and counts it in a :class:`ReadStats`.

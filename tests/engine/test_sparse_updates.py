@@ -1,0 +1,395 @@
+"""Sparse updates of lookup tables.
+
+Tables read only through lookups are trained row by row: gradients for the looked-up rows,
+the optimizer applied to those rows and their slots, scattered back. For SGD, Adagrad and
+FTRL a row without gradient does not change under the dense update either, so both paths
+must give the same variables and slots; the dense reference here is the same optimizer with
+its row-wise mark stripped (a plain ``optax.GradientTransformation``).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.sharding import Mesh, PartitionSpec
+
+import canned
+import estimator as est
+from canned import feature_column as fc
+from estimator.compat import v1 as tf
+from estimator.engine import init_run
+from estimator.engine import sparse as sparse_engine
+from estimator.model.function import ModelFunction
+
+RNG = np.random.default_rng(0)
+N = 192
+WORDS = np.array([f"w{i}" for i in range(40)] + [""], dtype=object)
+FEATURES = {
+    "hashed": RNG.choice(WORDS, size=N),
+    "vocab": RNG.choice(["a", "b", "c", "zz", ""], size=N).astype(object),  # zz: OOV
+    "multi": RNG.choice(WORDS, size=(N, 3)),  # multivalent, with repeats and missing
+    "age": RNG.uniform(18, 80, size=N).astype(np.float32),
+    "weight": RNG.uniform(0.5, 2.0, size=N).astype(np.float32),
+}
+LABELS = (RNG.uniform(size=N) < 0.35).astype(np.int64)
+
+
+def dense(transform):
+    """The same transformation without its row-wise mark: the dense update."""
+    return optax.GradientTransformation(transform.init, transform.update)
+
+
+def linear_columns():
+    hashed = fc.categorical_column_with_hash_bucket("hashed", 50)
+    vocab = fc.categorical_column_with_vocabulary_list("vocab", ["a", "b", "c"], num_oov_buckets=2)
+    return [
+        hashed,
+        vocab,
+        fc.categorical_column_with_hash_bucket("multi", 30),
+        fc.crossed_column(["hashed", vocab], 70),
+        fc.bucketized_column(fc.numeric_column("age"), [30.0, 45.0, 60.0]),
+    ]
+
+
+class KeepState(est.SessionRunHook):
+    """Keeps the final train state (variables and optimizer slots) on the host."""
+
+    def end(self, session):
+        self.state = jax.device_get(session.state)
+
+
+def train(model, steps=None, epochs=2, batch_size=32, fn=None):
+    keep = KeepState()
+    fn = fn or est.inputs.numpy_input_fn(
+        FEATURES, LABELS, batch_size=batch_size, num_epochs=epochs, shuffle=False
+    )
+    model.train(fn, steps=steps, hooks=[keep])
+    model.final_state = keep.state
+    return model
+
+
+def assert_same_variables(a, b, rtol=1e-5, atol=1e-7):
+    """Trainable variables and optimizer slots of the last train() of each are equal."""
+    sa, sb = a.final_state, b.final_state
+    assert sorted(sa.trainable) == sorted(sb.trainable)
+    for name in sa.trainable:
+        np.testing.assert_allclose(
+            sa.trainable[name], sb.trainable[name], rtol=rtol, atol=atol, err_msg=name
+        )
+    slots_a, slots_b = jax.tree.leaves(sa.opt_state), jax.tree.leaves(sb.opt_state)
+    assert len(slots_a) == len(slots_b)
+    for x, y in zip(slots_a, slots_b, strict=True):
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
+
+
+def row_tables(model):
+    return model.runtime.compiler(est.ModeKeys.TRAIN).info.row_tables
+
+
+@pytest.mark.slow
+def test_linear_classifier_row_updates_equal_the_dense_ftrl(tmp_path):
+    config = est.RunConfig(tf_random_seed=1)
+    sparse = canned.LinearClassifier(linear_columns(), str(tmp_path / "s"), config=config)
+    plain = canned.LinearClassifier(
+        linear_columns(),
+        str(tmp_path / "d"),
+        optimizer=lambda: dense(canned.ftrl(0.2)),
+        weight_column="weight",
+        config=config,
+    )
+    sparse_weighted = canned.LinearClassifier(
+        linear_columns(), str(tmp_path / "w"), weight_column="weight", config=config
+    )
+    train(sparse)
+    train(plain)
+    train(sparse_weighted)
+    # Every categorical column's weights (bucketized too) are updated row by row...
+    assert row_tables(sparse) == tuple(
+        f"linear/linear_model/{c}/weights"
+        for c in ("age_bucketized", "hashed", "hashed_X_vocab", "multi", "vocab")
+    )
+    assert row_tables(plain) == ()  # ...and the unmarked FTRL updates them densely.
+    # Weights and FTRL slots (accumulator, linear) as the dense update gives them; the
+    # weighted pair shows that example weights reach the row gradients.
+    assert_same_variables(sparse_weighted, plain)
+    # A row never looked up keeps the initial slots: accumulator 0.1, linear 0.
+    ftrl_state = [
+        leaf for leaf in jax.tree.leaves(sparse.final_state.opt_state) if np.shape(leaf) == (50, 1)
+    ]
+    accumulator, linear = ftrl_state  # FtrlState's order: accumulator, then linear
+    looked_up = {
+        int(i)
+        for i in fc.categorical_column_with_hash_bucket("hashed", 50)
+        .host_op.apply(FEATURES)
+        .ids.ravel()
+        if i >= 0
+    }
+    untouched = sorted(set(range(50)) - looked_up)
+    assert untouched, "the data should leave some of the 50 buckets empty"
+    np.testing.assert_array_equal(accumulator[untouched], np.float32(0.1))
+    np.testing.assert_array_equal(linear[untouched], 0.0)
+    assert (accumulator[sorted(looked_up)] > np.float32(0.1)).all()
+
+
+@pytest.mark.slow
+def test_dnn_embedding_tables_row_updates_equal_the_dense_adagrad(tmp_path):
+    def columns():
+        return [
+            fc.embedding_column(fc.categorical_column_with_hash_bucket("hashed", 60), 4),
+            fc.embedding_column(fc.categorical_column_with_hash_bucket("multi", 30), 3, "sqrtn"),
+            fc.numeric_column("age", normalizer_fn=lambda x: (x - 50.0) / 20.0),
+        ]
+
+    config = est.RunConfig(tf_random_seed=3)
+    sparse = canned.DNNClassifier([8], columns(), str(tmp_path / "s"), config=config)
+    plain = canned.DNNClassifier(
+        [8],
+        columns(),
+        str(tmp_path / "d"),
+        optimizer=lambda: dense(canned.get_optimizer_instance("Adagrad", 0.05)),
+        config=config,
+    )
+    sparse_05 = canned.DNNClassifier(
+        [8],
+        columns(),
+        str(tmp_path / "s05"),
+        optimizer=lambda: canned.get_optimizer_instance("Adagrad", 0.05),
+        config=config,
+    )
+    for model in (sparse, plain, sparse_05):
+        train(model)
+    prefix = "dnn/input_from_feature_columns/input_layer"
+    assert row_tables(sparse) == (
+        f"{prefix}/hashed_embedding/embedding_weights",
+        f"{prefix}/multi_embedding/embedding_weights",
+    )
+    assert_same_variables(sparse_05, plain, rtol=2e-5, atol=1e-6)
+
+
+def embedding_model_fn(features, labels, mode, params):
+    table = est.get_variable(
+        "embedding/table", [20, 3], initializer=est.initializers.random_normal_initializer()
+    )
+    rows = est.layers.embedding_lookup(table, features["ids"])  # [batch, 2, 3]
+    logits = jnp.sum(rows, axis=(1, 2))
+    loss = jnp.mean((logits - labels) ** 2)
+    if params["dense_use"]:
+        loss = loss + 0.01 * jnp.sum(table**2)  # the table read whole: no row updates
+    return est.EstimatorSpec(mode, loss=loss, predictions=logits, train_op=params["opt"])
+
+
+IDS = RNG.integers(-1, 12, size=(64, 2)).astype(np.int32)  # -1: no row; rows 12-19 never
+TARGETS = RNG.normal(size=64).astype(np.float32)
+
+
+def embedding_estimator(tmp_path, name, opt, dense_use=False, **config):
+    return est.Estimator(
+        embedding_model_fn,
+        str(tmp_path / name),
+        est.RunConfig(tf_random_seed=5, **config),
+        params={"opt": opt, "dense_use": dense_use},
+    )
+
+
+def embedding_input(epochs=3):
+    return est.inputs.numpy_input_fn(
+        {"ids": IDS}, TARGETS, batch_size=16, num_epochs=epochs, shuffle=False
+    )
+
+
+@pytest.mark.parametrize(
+    "dense_use, sort", [(False, False), (False, True), (True, False)], ids=["eq", "sort", "dense"]
+)
+def test_embedding_lookup_with_sparse_updates_equals_the_dense_adagrad(
+    tmp_path, monkeypatch, dense_use, sort
+):
+    if sort:  # equal ids summed by sorting (large batches) instead of an equality matrix
+        monkeypatch.setattr(sparse_engine, "MATMUL_MAX_IDS", 0)
+    sparse = embedding_estimator(tmp_path, "s", est.sparse_updates(optax.adagrad(0.1)), dense_use)
+    plain = embedding_estimator(tmp_path, "d", optax.adagrad(0.1), dense_use)
+    train(sparse, fn=embedding_input())
+    train(plain, fn=embedding_input())
+    assert row_tables(sparse) == (() if dense_use else ("embedding/table",))
+    assert_same_variables(sparse, plain)
+
+
+def test_optimizers_that_move_rows_without_gradient_need_lazy(tmp_path):
+    for moving in (optax.adam(0.1), optax.sgd(0.1, momentum=0.9), optax.rmsprop(0.1)):
+        with pytest.raises(ValueError, match="changes a row that has no gradient.*lazy=True"):
+            est.sparse_updates(moving)
+    with pytest.raises(ValueError, match="updates a row from the values of other rows"):
+        est.sparse_updates(optax.chain(optax.clip_by_global_norm(0.01), optax.sgd(0.1)))
+    # lazy=True: the looked-up rows only (TF Addons' LazyAdam). Batch 1 looks up rows 0-7,
+    # batch 2 rows 0-3 only: lazily rows 4-7 keep their values in step 2; the dense Adam
+    # moves them with the momentum of step 1.
+    ids = np.array([[i % 8, (i + 1) % 8] for i in range(16)] + [[i % 4, -1] for i in range(16)])
+    targets = np.linspace(-1.0, 1.0, 32, dtype=np.float32)
+
+    class Tables(est.SessionRunHook):
+        def after_run(self, run_context, run_values):
+            self.seen.append(jax.device_get(run_context.session.state.trainable)["embedding/table"])
+
+    def run(name, opt):
+        e = embedding_estimator(tmp_path, name, opt)
+        fn = est.inputs.numpy_input_fn({"ids": ids}, targets, batch_size=16, shuffle=False)
+        hook = Tables()
+        hook.seen = []
+        e.train(fn, hooks=[hook])
+        return hook.seen
+
+    lazy = run("lazy", est.sparse_updates(optax.adam(0.1), lazy=True))
+    plain = run("adam", optax.adam(0.1))
+    np.testing.assert_allclose(lazy[0], plain[0], rtol=1e-6)  # every row had its gradient
+    np.testing.assert_array_equal(lazy[1][4:8], lazy[0][4:8])
+    assert np.abs(plain[1][4:8] - plain[0][4:8]).min() > 1e-3
+    assert np.abs(lazy[1][:4] - lazy[0][:4]).min() > 1e-3
+
+
+def test_ftrl_rows_not_looked_up_keep_their_values_as_tfs_sparse_kernel(tmp_path):
+    # A table that starts non-zero: TF's SparseApplyFtrl never touches rows absent from the
+    # batch; the dense FTRL recomputes every row from z = 0 and so sets them to 0.
+    def model_fn(features, labels, mode, params):
+        table = est.get_variable("table", [20, 1], initializer=est.initializers.ones_initializer())
+        logits = jnp.sum(est.layers.embedding_lookup(table, features["ids"]), axis=(1, 2))
+        loss = jnp.mean((logits - labels) ** 2)
+        return est.EstimatorSpec(mode, loss=loss, predictions=logits, train_op=params["opt"])
+
+    def run(name, opt):
+        e = est.Estimator(model_fn, str(tmp_path / name), params={"opt": opt})
+        e.train(embedding_input(1))
+        return e.get_variable_value("table")[12:, 0]  # rows 12-19: never looked up
+
+    np.testing.assert_array_equal(run("sparse", canned.ftrl(0.2)), np.ones(8))
+    np.testing.assert_array_equal(run("dense", dense(canned.ftrl(0.2))), np.zeros(8))
+
+
+def test_a_non_finite_loss_leaves_tables_and_slots_unchanged(tmp_path):
+    targets = TARGETS.copy()
+    targets[20] = np.nan  # in the second batch of 16
+    e = embedding_estimator(tmp_path, "nan", est.sparse_updates(optax.adagrad(0.1)))
+    good = embedding_estimator(tmp_path, "good", est.sparse_updates(optax.adagrad(0.1)))
+    fn = est.inputs.numpy_input_fn({"ids": IDS}, targets, batch_size=16, shuffle=False)
+    keep = KeepState()
+    with pytest.raises(est.NanLossDuringTrainingError):
+        e.train(fn, hooks=[keep])
+    e.final_state = keep.state
+    train(good, steps=1, fn=embedding_input(1))  # the one finite step
+    assert e.get_variable_value("global_step") == 1  # saved as the NaN's step, unchanged
+    assert_same_variables(e, good, rtol=0, atol=0)
+
+
+def test_resuming_from_a_checkpoint_continues_the_row_updates(tmp_path):
+    opt = est.sparse_updates(optax.adagrad(0.1))
+    straight = embedding_estimator(tmp_path, "straight", opt)
+    train(straight, fn=embedding_input(2))
+    resumed = embedding_estimator(tmp_path, "resumed", opt)
+    resumed.train(embedding_input(1))
+    again = embedding_estimator(tmp_path, "resumed", opt)  # a new Estimator: restores
+    train(again, fn=embedding_input(1))
+    assert_same_variables(straight, again, rtol=1e-6)
+    # Fused calls of several steps and calls of one step run the same program.
+    assert again.runtime.compile_counts()["train"] == 1
+
+
+def test_sharded_tables_update_rows_as_replicated_ones(tmp_path):
+    opt = est.sparse_updates(optax.adagrad(0.1))
+    mesh = Mesh(np.array(jax.devices()[:4]), ("data",))
+    single = embedding_estimator(tmp_path, "one", opt)
+    sharded = embedding_estimator(
+        tmp_path,
+        "sharded",
+        opt,
+        mesh=mesh,
+        variable_partitions={r"embedding/": PartitionSpec("data", None)},
+    )
+    train(single, fn=embedding_input(1))
+    train(sharded, fn=embedding_input(1))
+    assert row_tables(sharded) == ("embedding/table",)
+    assert_same_variables(single, sharded, rtol=1e-5)
+
+
+def test_tf1_optimizers_update_looked_up_rows_as_tfs_sparse_kernels(tmp_path):
+    # TF 1 code through estimator.compat.v1: tf.nn.embedding_lookup trained by
+    # AdagradOptimizer.minimize gets the row updates; MomentumOptimizer stays dense.
+    import estimator.compat.v1 as tf
+
+    class DenseAdagrad(tf.train.AdagradOptimizer):
+        row_wise = False  # the same rule, updated densely: the reference
+
+    def model_fn(features, labels, mode, params):
+        table = tf.get_variable("embedding", [20, 3], initializer=tf.random_normal_initializer())
+        logits = tf.reduce_sum(tf.nn.embedding_lookup(table, features["ids"]), axis=[1, 2])
+        loss = tf.reduce_mean(tf.square(logits - labels))
+        train_op = params["opt"]().minimize(loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def run(name, opt):
+        e = est.Estimator(
+            model_fn, str(tmp_path / name), est.RunConfig(tf_random_seed=5), params={"opt": opt}
+        )
+        return train(e, fn=embedding_input(2))
+
+    sparse = run("adagrad", lambda: tf.train.AdagradOptimizer(0.1))
+    plain = run("dense", lambda: DenseAdagrad(0.1))
+    momentum = run("momentum", lambda: tf.train.MomentumOptimizer(0.1, 0.9))
+    assert row_tables(sparse) == ("embedding",)
+    assert row_tables(plain) == () and row_tables(momentum) == ()
+    assert_same_variables(sparse, plain)
+
+
+@pytest.mark.parametrize("dense_use", [False, True], ids=["lookups", "dense"])
+@pytest.mark.parametrize("opt", ["adagrad", "plain"])
+def test_the_init_runs_plan_equals_the_planning_runs(dense_use, opt):
+    # Two independent analyses of the same model: the init run's trace (lookups gather
+    # from copies; init_run.abstract_init) and the planning run's (lookups read shadows;
+    # sparse.plan). They agree on the tables and on the ids per step (16 rows x 2 ids).
+    params = {
+        "opt": est.sparse_updates(optax.adagrad(0.1)) if opt == "adagrad" else optax.adagrad(0.1),
+        "dense_use": dense_use,
+    }
+    features, labels = {"ids": IDS[:16]}, TARGETS[:16]
+    model = ModelFunction(embedding_model_fn, params, None, seed=0)
+    state = init_run.abstract_init(model, est.ModeKeys.TRAIN, features, labels, model.key_data)
+    (from_init,) = model.sparse_plans.values()
+
+    def run(trainable, access, non_trainable, features, labels, global_step, rng):
+        variables = {"trainable": trainable, "non_trainable": non_trainable}
+        spec, _ = model.apply(
+            est.ModeKeys.TRAIN, features, labels, variables, global_step, access, rng
+        )
+        return spec.loss, spec.train_op
+
+    args = (state.non_trainable, features, labels, state.global_step, state.rng)
+    planned = sparse_engine.plan(run, state.trainable, args)
+    expected = {} if dense_use or opt == "plain" else {"embedding/table": 32}
+    assert from_init == planned == expected
+
+
+def test_a_table_replaced_by_init_from_checkpoint_after_its_reads_stays_dense(tmp_path):
+    # BERT-style: model_fn reads the table (a lookup and a dense read), then
+    # init_from_checkpoint replaces its initial value. The init run's trace must not take
+    # the replaced value's lack of uses for "read only through lookups": the dense read's
+    # gradient would be lost. Sparse and dense Adagrad then train the same table.
+    source = str(tmp_path / "source")
+
+    def model_fn(features, labels, mode, params):
+        table = est.get_variable(
+            "emb/table", [20, 3], initializer=est.initializers.random_normal_initializer()
+        )
+        rows = est.layers.embedding_lookup(table, features["ids"])
+        loss = jnp.mean((jnp.sum(rows, axis=(1, 2)) - labels) ** 2) + 0.01 * jnp.sum(table**2)
+        if params["from"]:
+            tf.train.init_from_checkpoint(params["from"], {"emb/": "emb/"})
+        return est.EstimatorSpec(mode, loss=loss, predictions=rows, train_op=params["opt"])
+
+    fn = est.inputs.numpy_input_fn({"ids": IDS[:16]}, TARGETS[:16], batch_size=16, shuffle=False)
+    est.Estimator(model_fn, source, params={"opt": optax.adagrad(0.1), "from": None}).train(fn)
+    tables = {}
+    for name, opt in (("sparse", est.sparse_updates(optax.adagrad(0.1))), ("dense", None)):
+        params = {"opt": opt or optax.adagrad(0.1), "from": source}
+        e = est.Estimator(model_fn, str(tmp_path / name), params=params)
+        e.train(fn)
+        assert row_tables(e) == ()
+        tables[name] = e.get_variable_value("emb/table")
+    np.testing.assert_array_equal(tables["sparse"], tables["dense"])

@@ -1,0 +1,251 @@
+"""One process of a small multi-process job (run by tests/distribute/test_multihost.py).
+
+Usage: ``python multihost_job.py MODEL_DIR TASK_TYPE INDEX PORTS [--steps N]`` with
+``TF_CONFIG`` built from ``PORTS`` (comma-separated: chief, then workers), or
+``python multihost_job.py MODEL_DIR single 0 - --devices 4`` for one process with 4 devices.
+``--devices`` is each process's device count (2 by default; 1 is the common cluster shape,
+one process per accelerator); ``PORTS`` has one port per process of the training job.
+``TASK_TYPE`` ``own`` starts ``jax.distributed`` itself, without TF_CONFIG (process
+``INDEX`` of 2). ``--train-and-evaluate`` runs ``train_and_evaluate`` instead
+(``TASK_TYPE`` may then be ``evaluator``, a task outside the training job). Prints one
+JSON line: the process's weights and evaluation.
+
+``main(argv)`` runs the same job in a process that imported this module first (the tests
+fork their processes from a server that has imported it: see ``tests/support/forkserver.py``).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import jax  # its backend starts, reading XLA_FLAGS, only when main() first uses it
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import estimator as est
+
+parser = argparse.ArgumentParser()
+args = None
+parser.add_argument("model_dir")
+parser.add_argument("task_type")
+parser.add_argument("index", type=int)
+parser.add_argument("ports")
+parser.add_argument("--devices", type=int, default=2)
+parser.add_argument("--steps", type=int, default=6)
+parser.add_argument("--forever", action="store_true")
+parser.add_argument("--batches", type=int, default=40, help="batches this process feeds")
+parser.add_argument("--train-and-evaluate", action="store_true")
+parser.add_argument("--partition", action="store_true", help="shard w over the data axis")
+parser.add_argument("--export", action="store_true", help="export after training")
+parser.add_argument(
+    "--every-n-steps",
+    type=int,
+    default=None,
+    help="with --train-and-evaluate: EvalSpec(every_n_steps=N) on the chief and workers, a "
+    "BestExporter, and an early-stopping hook that fires at the first evaluation after 0",
+)
+parser.add_argument(
+    "--restore-fallback",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="RunConfig(restore_fallback=True); the processes other than the chief start reading "
+    "each checkpoint they check SECONDS late (a slower host)",
+)
+parser.add_argument(
+    "--live-eval",
+    action="store_true",
+    help="evaluate in training every 3 steps (uneven shards), training metrics every 3 steps",
+)
+
+GLOBAL_BATCH = 12  # splits evenly over 1, 2, 3 and 4 devices, and 1 to 3 processes
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(GLOBAL_BATCH * 4, 4)).astype(np.float32)
+Y = (X @ np.array([1.0, -2.0, 0.5, 0.25], np.float32) + 0.3).astype(np.float32)
+
+
+def model_fn(features, labels, mode):
+    w = est.get_variable("w", [4], initializer=est.initializers.zeros_initializer())
+    b = est.get_variable("b", [], initializer=est.initializers.zeros_initializer())
+    prediction = features["x"] @ w + b
+    if mode == est.ModeKeys.PREDICT:
+        return est.EstimatorSpec(mode, predictions={"y": prediction})
+    loss = jnp.mean((prediction - labels) ** 2)
+    return est.EstimatorSpec(
+        mode,
+        predictions={"y": prediction},
+        loss=loss,
+        train_op=optax.sgd(0.1),
+        eval_metric_ops={"mae": est.metrics.mean_absolute_error(labels, prediction)},
+    )
+
+
+def input_fn(input_context):
+    """Global batch j is X[12j:12j+12]; pipeline i of n reads its 12/n rows of each."""
+    n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
+    local = GLOBAL_BATCH // n
+    j = 0
+    while True:
+        start = (j % 4) * GLOBAL_BATCH + i * local
+        yield {"x": X[start : start + local]}, Y[start : start + local]
+        j += 1
+        if not args.forever and j == args.batches:
+            return
+
+
+def eval_input_fn(input_context):
+    n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
+    local = GLOBAL_BATCH // n
+    for j in range(4):
+        start = j * GLOBAL_BATCH + i * local
+        yield {"x": X[start : start + local]}, Y[start : start + local]
+
+
+# An evaluation set that splits unevenly: 50 rows in batches of 8 (6 full, one of 2), each
+# process reading whole batches (batch j goes to process j mod n): 4 and 3 for 2 processes.
+EVAL_X = RNG.normal(size=(50, 4)).astype(np.float32)
+EVAL_Y = (EVAL_X @ np.array([1.0, -2.0, 0.5, 0.25], np.float32) + 0.3).astype(np.float32)
+EVAL_BATCHES = 7
+
+
+def live_eval_input_fn(input_context=None):
+    n = 1 if input_context is None else input_context.num_input_pipelines
+    i = 0 if input_context is None else input_context.input_pipeline_id
+    for j in range(i, EVAL_BATCHES, n):
+        yield {"x": EVAL_X[8 * j : 8 * j + 8]}, EVAL_Y[8 * j : 8 * j + 8]
+
+
+def train_with_live_evaluation(e):
+    """``{"live": {step: evaluation}, "validation": {step: evaluation}, "train_metrics":
+    {step: report}}`` of a training with an InMemoryEvaluatorHook every 3 steps, a
+    ValidationHandler every 3 batches and training metrics every 3 steps."""
+    live, reports, validation = {}, {}, {}
+
+    class Recording(est.InMemoryEvaluatorHook):
+        def _after_evaluation(self, session, results, at_end):
+            live[int(results["global_step"])] = {k: float(v) for k, v in results.items()}
+
+    class Reports(est.handlers.BatchEnd, est.handlers.TrainEnd):
+        def batch_end(self, session, **kwargs):
+            for prefix, seen in (("train/", reports), ("validation/", validation)):
+                values = {k: float(v) for k, v in session.logs.items() if k.startswith(prefix)}
+                if values and values not in seen.values():
+                    seen[session.global_step] = values
+
+        def train_end(self, session, **kwargs):
+            self.batch_end(session)
+
+    hook = Recording(e, live_eval_input_fn, every_n_iter=3, name="live")
+    handler = est.handlers.ValidationHandler(
+        live_eval_input_fn, epoch_period=None, batch_period=3, name="val"
+    )
+    e.train(input_fn, hooks=[hook, handler, Reports()], steps=args.steps)
+    return {"live": live, "validation": validation, "train_metrics": reports}
+
+
+def configure(argv: list[str]) -> None:
+    """Reads the arguments and sets the process up, before JAX's backend starts: the device
+    count and, for a task of a cluster, ``TF_CONFIG``."""
+    global args
+    args = parser.parse_args(argv)
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
+    os.environ.pop("TF_CONFIG", None)
+    if args.task_type not in ("single", "own"):
+        ports = args.ports.split(",")
+        cluster = {
+            "chief": [f"localhost:{ports[0]}"],
+            "worker": [f"localhost:{p}" for p in ports[1:]],
+        }
+        if args.train_and_evaluate:
+            cluster["evaluator"] = ["localhost:1"]  # outside the training job: never contacted
+        task = {"type": args.task_type, "index": args.index}
+        os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": task})
+
+
+def main(argv: list[str]) -> None:
+    """The process's job: ``argv`` as the command line's arguments (see the module
+    docstring); ends the process (``sys.exit``)."""
+    configure(argv)
+    if args.task_type == "own":  # a job the user starts: jax.distributed, no TF_CONFIG
+        port = args.ports.split(",")[0]
+        jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=args.index)
+    partitions = {"^w$": jax.sharding.PartitionSpec("data")} if args.partition else None
+    config = est.RunConfig(
+        tf_random_seed=3,
+        save_checkpoints_steps=3,
+        log_step_count_steps=1,
+        variable_partitions=partitions,
+        train_metrics_steps=3 if args.live_eval else None,
+        restore_fallback=args.restore_fallback is not None,
+    )
+    if args.restore_fallback:
+        verify = est.checkpoint.verify_checkpoint
+
+        def late(path):
+            if jax.process_index() != 0:
+                time.sleep(args.restore_fallback)
+            return verify(path)
+
+        est.checkpoint.verify_checkpoint = late
+    e = est.Estimator(model_fn, args.model_dir, config)
+    print("started", jax.process_index(), jax.process_count(), jax.device_count(), flush=True)
+    if args.train_and_evaluate and args.every_n_steps:
+        receiver = est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
+        # Fires at the first evaluation after step 0: every process must stop there.
+        stop = est.early_stopping.stop_if_lower_hook(
+            e, "mae", threshold=1e9, min_steps=1, run_every_secs=None, run_every_steps=1000
+        )
+        metrics, _ = est.train_and_evaluate(
+            e,
+            est.TrainSpec(input_fn, max_steps=args.steps, hooks=[stop]),
+            est.EvalSpec(
+                live_eval_input_fn,
+                steps=None,
+                exporters=[est.BestExporter("best", receiver)],
+                every_n_steps=args.every_n_steps,
+            ),
+        )
+    elif args.train_and_evaluate:
+        exporter = est.LatestExporter(
+            "latest", est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
+        )
+        metrics, _ = est.train_and_evaluate(
+            e,
+            est.TrainSpec(input_fn, max_steps=args.steps),
+            est.EvalSpec(
+                eval_input_fn, steps=None, exporters=[exporter], start_delay_secs=0, throttle_secs=1
+            ),
+        )
+        if metrics is None:  # chief and worker: train only (TF's distributed semantics)
+            metrics = e.evaluate(eval_input_fn, name="after")
+    elif args.live_eval:
+        live = train_with_live_evaluation(e)
+        metrics = e.evaluate(eval_input_fn)
+    else:
+        e.train(input_fn, steps=None if args.forever or args.steps <= 0 else args.steps)
+        metrics = e.evaluate(eval_input_fn)
+    exported = None
+    if args.export:
+        receiver = est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
+        exported = e.export_saved_model(os.path.join(args.model_dir, "export"), receiver)
+        exported = exported and exported.decode()
+    result = {
+        **(live if args.live_eval else {}),
+        "exported": exported,
+        "process": jax.process_index(),
+        "processes": jax.process_count(),
+        "devices": jax.device_count(),
+        "w": e.get_variable_value("w").tolist(),
+        "b": float(e.get_variable_value("b")),
+        "metrics": {k: float(v) for k, v in metrics.items()},
+        "checkpoints": sorted(os.listdir(args.model_dir)),
+    }
+    print("RESULT " + json.dumps(result), flush=True)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
