@@ -49,7 +49,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from estimator import convolution  # noqa: E402
+from estimator.layers import convolution  # noqa: E402
 
 BATCH, EVAL_BATCH, LEARNING_RATE, DROPOUT = 50, 128, 0.1, 0.4
 

@@ -204,7 +204,7 @@ def test_restore_fallback_resumes_from_the_newest_intact_checkpoint(copy, tmp_pa
 CHILD = textwrap.dedent(
     """
     import sys
-    sys.path.insert(0, sys.argv[3])
+    sys.path[:0] = sys.argv[3].split(":")
     from test_checkpoint_integrity import feed, make
     e = make(sys.argv[1])
     if sys.argv[2] == "evaluate":
@@ -233,9 +233,10 @@ def test_evaluate_on_a_damaged_checkpoint_raises_instead_of_killing_the_process(
         open(os.path.join(checkpoint, "meta", "metadata"), "wb").write(os.urandom(200))
     script = tmp_path / "child.py"
     script.write_text(CHILD)
-    support = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = ":".join([here, os.path.join(here, "..", "support")])  # this module and its helpers
     result = subprocess.run(
-        [sys.executable, str(script), str(copy), read, support],
+        [sys.executable, str(script), str(copy), read, path],
         capture_output=True,
         text=True,
         timeout=300,

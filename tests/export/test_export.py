@@ -88,12 +88,14 @@ def reference_logits(x, kernel, bias):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """An estimator trained 3 steps (checkpoints at steps 0 and 3)."""
-    model_dir = tmp_path_factory.mktemp("model")
-    estimator = make_estimator(model_dir)
-    estimator.train(
-        est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=1, shuffle=False)
+def trained(trained_estimator):
+    """An estimator trained 3 steps, one epoch of 48 examples (checkpoints at steps 0 and 3)."""
+    estimator = trained_estimator(
+        "export",
+        steps=3,
+        model_fn=model_fn,
+        input_fn=est.inputs.numpy_input_fn({"x": X}, Y, batch_size=16, num_epochs=1, shuffle=False),
+        params={"learning_rate": 0.5, "outputs": "none"},
     )
     assert ckpt.checkpoint_step(estimator.latest_checkpoint()) == 3
     return estimator

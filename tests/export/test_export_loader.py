@@ -50,14 +50,16 @@ def model_fn(features, labels, mode):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    estimator = est.Estimator(
-        model_fn, str(tmp_path_factory.mktemp("model")), config=est.RunConfig(tf_random_seed=5)
+def trained(trained_estimator):
+    # One epoch of 64 examples in batches of 16: 4 steps.
+    features = {"x": X, "k": K}
+    return trained_estimator(
+        "loader",
+        steps=4,
+        model_fn=model_fn,
+        input_fn=est.inputs.numpy_input_fn(features, Y, batch_size=16, num_epochs=1, shuffle=False),
+        tf_random_seed=5,
     )
-    estimator.train(
-        est.inputs.numpy_input_fn({"x": X, "k": K}, Y, batch_size=16, num_epochs=1, shuffle=False)
-    )
-    return estimator
 
 
 @pytest.fixture(scope="module")

@@ -132,14 +132,15 @@ def model_fn(features, labels, mode):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    estimator = est.Estimator(
-        model_fn, str(tmp_path_factory.mktemp("model")), config=est.RunConfig(tf_random_seed=3)
+def trained(trained_estimator):
+    # One epoch of 256 examples in batches of 64: 4 steps.
+    return trained_estimator(
+        "receivers",
+        steps=4,
+        model_fn=model_fn,
+        input_fn=est.inputs.numpy_input_fn({"x": X}, Y, batch_size=64, num_epochs=1, shuffle=False),
+        tf_random_seed=3,
     )
-    estimator.train(
-        est.inputs.numpy_input_fn({"x": X}, Y, batch_size=64, num_epochs=1, shuffle=False)
-    )
-    return estimator
 
 
 @pytest.fixture(scope="module")

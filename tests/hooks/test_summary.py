@@ -61,12 +61,15 @@ def scalars(accumulator, tag) -> list[tuple[int, float]]:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    model_dir = str(tmp_path_factory.mktemp("summaries"))
-    config = est.RunConfig(tf_random_seed=0, save_summary_steps=2, log_step_count_steps=2)
-    estimator = est.Estimator(model_fn, model_dir, config)
-    estimator.train(feed(), steps=5)
-    return estimator
+def trained(trained_estimator):
+    return trained_estimator(
+        "summaries",
+        steps=5,
+        model_fn=model_fn,
+        input_fn=feed(),
+        save_summary_steps=2,
+        log_step_count_steps=2,
+    )
 
 
 def test_training_summaries_are_written_at_the_steps_they_ran_with(trained):

@@ -91,7 +91,7 @@ def test_trees_go_up_with_their_marker_last_and_come_back(bucket, tmp_path, monk
 def test_a_deletion_cut_short_leaves_an_incomplete_checkpoint(bucket, monkeypatch):
     """Retention deletes the commit marker first: killed after it (here the bulk delete
     fails), the remains are not a complete checkpoint, so no reader takes them for one."""
-    from estimator import checkpoint_paths
+    from estimator.checkpoint import paths as checkpoint_paths
 
     step = fs.join(bucket, "m", "model.ckpt_20")
     for name in ("meta/metadata", "variables/d/x", staging.COMMIT_MARKER):
