@@ -16,20 +16,17 @@ Process-wide settings, made once, by the first ``Estimator`` built (:func:`confi
   (:func:`prune_compilation_cache`). JAX's own size cap (``jax_compilation_cache_max_size``)
   is left off: with it, every write of a new program lists the whole directory and reads
   each entry's access-time file under a lock (``jax/_src/lru_cache.py``), a cost linear in
-  the entries (``benchmarks/cache_writes.py``, jax 0.10.2, 2-core EPYC: 0.02 s a write at
-  500 entries, 0.11 s at 2,500, about the size of this project's test cache, 0.45 s at
-  10,000; 0.2 ms or less without the cap), which a first run of the tests, compiling
-  ~2,300 programs, paid at each of them. A damaged or half-written entry is read as
-  a miss (JAX warns and compiles). A process with JAX's size cap on in the same directory
-  (this package before it left the cap off) cannot write there: its scan expects an
-  access-time file beside every entry (jax-ml/jax#39880).
+  the entries that a run compiling thousands of programs pays at each of them
+  (``benchmarks/cache_writes.py`` measures it with and without the cap). A damaged or
+  half-written entry is read as a miss (JAX warns and compiles). A process with JAX's size
+  cap on in the same directory cannot write there: its scan expects an access-time file
+  beside every entry (jax-ml/jax#39880).
 * **Threefry unrolled on the CPU** (``JAX_ESTIMATOR_UNROLL_THREEFRY=0`` turns it off): JAX
   lowers its ``threefry2x32`` primitive (every ``jax.random`` draw with the default key) on
   the CPU as a ``while`` loop over the hash's five groups of four rounds, and on other
   platforms as the unrolled twenty rounds. On XLA's CPU backend the rolled form is the slow
-  one to compile and to run (measured, jax 0.10.2, 2-core EPYC: a dropout mask of [50, 64]
-  compiles in 0.21 s rolled and 0.07 s unrolled and draws in 50 vs 25 µs; four
-  glorot-uniform kernels' initial values compile in 1.6 vs 0.3 s). JAX's own unrolled
+  one to compile and to run (several times slower to compile, about twice as slow to draw
+  a dropout mask; ``benchmarks/cold_start.py`` counts the compile time). JAX's own unrolled
   lowering is registered for the CPU: the same Threefry-2x32 hash (Salmon et al., "Parallel
   random numbers: as easy as 1, 2, 3", SC 2011), so every random value is bit-for-bit what
   JAX draws otherwise. The rule's name is JAX's internal one; a JAX version that lacks it
@@ -42,13 +39,11 @@ Process-wide settings, made once, by the first ``Estimator`` built (:func:`confi
   it, but only at a program's top level. Inside a loop's body (an ``Estimator`` runs
   ``steps_per_execution`` steps in one ``lax.fori_loop``), a convolution in another layout,
   as every kernel gradient is, stays as written and runs several times slower
-  (``benchmarks/conv_layout.py``, jax 0.10.2, 2-core EPYC: a [128, 16, 16, 3] batch through
-  a 3x3x3x16 convolution, one SGD step takes 4.7-5.2 ms at the top level and 42-45 ms in
-  the loop). The lowering
-  registered for the CPU writes each such convolution as transposes around a canonical
-  one, as that pass does, so the step in the loop runs in 4.0-4.6 ms, with the same
-  values. The rule wraps JAX's own CPU rule (``jax._src`` internals, like Threefry's); a
-  JAX whose internals differ keeps its own.
+  (``benchmarks/conv_layout.py`` measures one SGD step of a small convolution at the top
+  level and in the loop). The lowering registered for the CPU writes each such convolution
+  as transposes around a canonical one, as that pass does, so the step in the loop runs as
+  fast as at the top level, with the same values. The rule wraps JAX's own CPU rule
+  (``jax._src`` internals, like Threefry's); a JAX whose internals differ keeps its own.
 
 Code paths for the CPU backend alone (:func:`on_cpu`; other backends run the standard
 ``lax`` operations and XLA's default options):

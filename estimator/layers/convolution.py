@@ -18,21 +18,17 @@ slower on CPU (measured: 52 ms vs 6 ms per step, the MNIST-style compat program)
   size x input channels) is at most :data:`PATCH_CONTRACTION_MAX` and the patches at most
   :data:`PATCH_BYTES_MAX`: a first layer over few channels. Its gradients are a matrix
   product and sums of shifted slices, where XLA's convolution gradients over 1-8 input
-  channels are slow. Measured here (one 2-core EPYC, forward + both gradients, f32):
-  batch 50 16x16 1->8 5x5 1.57 -> 0.76 ms; batch 32 28x28 1->32 5x5 4.3 -> 1.8 ms;
-  batch 64 32x32 3->32 3x3 14.6 -> 4.8 ms; batch 50 8x8 8->16 5x5 1.13 -> 0.95 ms; with
-  32 or more input channels the convolution is faster (32->64 5x5: 19 vs 25 ms). How the
+  channels are slow: the patch matrix is faster over few input channels and the
+  convolution over 32 or more (``benchmarks/conv_floor.py`` times both). How the
   patch matrix is built depends on what is differentiated (``custom_vjp`` with symbolic
   zeros tells):
 
   - nothing (every layer at evaluation and prediction): one gather, one XLA kernel to
-    compile, where a slice is a kernel each (the MNIST-style program's evaluation
-    program: 1.07 -> 0.36 core-seconds of compiling);
+    compile, where a slice is a kernel each (a fraction of the compile time);
   - the kernel only, the input being data (a training step's first layer): transposed,
     ``[window x C_in, N x out]``, a slice per window offset along one spatial dimension
     at a time, and the product taken as ``[C_out, N x out]``, so that XLA's CPU matrix
-    kernels vectorize along the long dimension (that step's first layer, forward and
-    kernel gradient: 0.61 -> 0.24 ms; the whole step 1.67 -> 1.31 ms);
+    kernels vectorize along the long dimension;
   - the input (a hidden layer): a strided slice per window offset, in rows, whose
     transpose is the input's gradient (transposed, XLA fused that sum of shifted slices
     into the preceding pooling's gradient and recomputed it for each read: slower);

@@ -98,9 +98,8 @@ class Frame:
         ``lax.scan`` body, so it can be used after it), with the values a key made before
         ``model_fn`` ran would have. The key is a Threefry hash of the seed and the global
         step; a ``model_fn`` that draws no random numbers and creates no randomly initialised
-        variable now has none in its programs, which saves lowering the hash (measured on
-        a 2-core CPU, jax 0.10.2, warm compilation cache: 13-19% of a fresh Estimator's
-        ``train()`` of a one-variable model and 27-43% of its ``evaluate()``)."""
+        variable now has none in its programs, which saves lowering the hash (a large share
+        of a small model's first ``train()`` and ``evaluate()``: ``benchmarks/cold_start.py``)."""
         if self._rng is None:
             with jex.set_current_trace(self._trace):
                 self._rng = self.key() if callable(self.key) else self.key
