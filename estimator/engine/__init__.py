@@ -12,7 +12,9 @@
   input's pass boundaries, and more passes for a ``StoppingHandler``; ``lazy_outputs`` —
   a step's values for ``batch_end``, fetched when read.
 * ``input_pipeline`` — the host input pipeline: what an ``input_fn`` may return, the
-  host phase, canonical dtypes, and batches placed ahead of the step (``Prefetcher``).
+  host phase, canonical dtypes, and batches placed ahead of the step (``Prefetcher``);
+  ``input_shapes`` — every batch of a call keeps the first one's shapes but for the
+  batch dimension (``ShapeCheck``).
 * ``live_evaluation`` — evaluation of the live training state, over a job's processes.
 * ``runtime`` — ``Runtime``: one Estimator's engine (``Estimator.runtime``).
 * ``default_hooks`` — the hooks ``train()`` adds, in TF's order.

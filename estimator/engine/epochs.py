@@ -62,7 +62,8 @@ class Passes:
             if not self._more():
                 raise
         # A pass with no batch at all raises StopIteration here: training ends.
-        self._current = self._make()
+        previous, self._current = self._current, self._make()
+        self._current.continue_from(previous)  # its batches keep the first pass's shapes
         self.passes += 1
         return getattr(self._current, how)()
 

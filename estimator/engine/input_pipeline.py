@@ -28,7 +28,9 @@ import jax
 import numpy as np
 
 from estimator.config import platform
+from estimator.engine.input_shapes import ShapeCheck
 from estimator.fn_args import fn_args
+from estimator.inputs import Batches
 from estimator.inputs.dtypes import CANONICAL, canonical
 
 __all__ = [
@@ -141,15 +143,23 @@ class Prefetcher:
       prepare: host-side preparation of one batch (transform, checks, placement).
       depth: batches kept ready.
       warm: the input's up-front host work (``Batches.warm``), or None.
+      check: called with each batch :meth:`pop` hands to a step (a
+        ``estimator.engine.input_shapes.ShapeCheck``), or None.
     """
 
     def __init__(
-        self, batches: Iterator, prepare: Callable, depth: int = 1, warm: Callable | None = None
+        self,
+        batches: Iterator,
+        prepare: Callable,
+        depth: int = 1,
+        warm: Callable | None = None,
+        check: Callable | None = None,
     ) -> None:
         self._batches = batches
         self._prepare = prepare
         self._depth = depth
         self._warm = warm
+        self.check = check
         self._ready: collections.deque = collections.deque()
         self._ends: collections.deque = collections.deque()  # each ready batch ends an epoch
         self._last_ends = False  # the batch popped last ends an epoch (the input says)
@@ -177,13 +187,23 @@ class Prefetcher:
         return self._ready[0]
 
     def pop(self):
-        """The next batch; raises ``StopIteration`` at the end of the input."""
+        """The next batch; raises ``StopIteration`` at the end of the input, and what
+        ``check`` raises for a batch that must not reach a step."""
         if not self._ready:
             self._prepare_one()
         if not self._ready:
             raise StopIteration
         self._last_ends = self._ends.popleft()
-        return self._ready.popleft()
+        batch = self._ready.popleft()
+        if self.check is not None:
+            self.check(batch)
+        return batch
+
+    def continue_from(self, other) -> None:
+        """Checks batches as the continuation of ``other``'s (the next pass over an input
+        in the same call: the first pass's first batch sets the shapes)."""
+        if self.check is not None and getattr(other, "check", None) is not None:
+            self.check.continue_from(other.check)
 
     def epoch_ended(self) -> bool:
         """Whether the batch :meth:`pop` returned last ends an epoch: the input marked it
@@ -267,9 +287,13 @@ def batch_pipeline(
     None when it cannot.
 
     Yields ``(features, labels)``, or ``(features,)`` in PREDICT mode (labels dropped).
+    Each batch is checked against the first as it is popped for a step
+    (``estimator.engine.input_shapes.ShapeCheck``: only the batch dimension may vary): a
+    ValueError names a feature or label whose shape changed, and the step.
     """
     predict = mode == "infer"
     result = _resolve_deferred(result)
+    transform_given = transform
 
     def transformed(element, transform=transform):  # may run later (``Batches.warm``)
         features, labels = _split(element)
@@ -300,7 +324,13 @@ def batch_pipeline(
             features, labels = pad(features, labels)
         return place((features, labels))
 
-    prefetcher = Prefetcher(batches, prepare, warm=getattr(mapped, "warm", None))
+    # Batches cut from fixed arrays (numpy_input_fn's) and a single batch cannot change
+    # shape: no check. The features a transform makes vary in width by design (feature
+    # columns pad multi-valued and sequence inputs to each batch's longest), and its ops
+    # check the raw ones: only the labels are checked after a transform.
+    fixed = isinstance(result, Batches) or _is_single_element(result)
+    check = None if fixed else ShapeCheck(mode, features=transform_given is None)
+    prefetcher = Prefetcher(batches, prepare, warm=getattr(mapped, "warm", None), check=check)
     prefetcher.last_batch_size = getattr(result, "last_batch_size", None)
     prefetcher.batch_count = getattr(result, "batch_count", None)
     prefetcher.padding = pad

@@ -127,10 +127,10 @@ def test_step_error_skips_after_run_and_end(tmp_path):
 
     def bad_input():
         yield {"x": X[:8]}, Y[:8]
-        yield {"x": np.ones((8, 3), np.float32)}, Y[:8]  # wrong width: the step fails
+        yield {"x": np.ones((8, 3), np.float32)}, Y[:8]  # wrong width: step 2 fails
 
     e = make(tmp_path, steps_per_execution=1)
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="Feature 'x' changed shape at step 2"):
         e.train(bad_input, hooks=[hook])
     assert log.count(("rec", "before_run")) == 2
     assert log.count(("rec", "after_run")) == 1

@@ -11,9 +11,11 @@ import itertools
 
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 import estimator as est
+from estimator.engine.epochs import Passes
 from estimator.engine.input_pipeline import (
     Prefetcher,
     batch_pipeline,
@@ -521,3 +523,173 @@ def test_map_rows_works_in_chunks_and_only_before_reading(monkeypatch):
     next(batches)
     with pytest.raises(RuntimeError, match="map_rows\\(\\) after reading batches"):
         batches.map_rows(lambda rows: rows)
+
+
+# --- only the batch dimension may vary between batches ----------------------------------
+
+
+def _pop_all(prefetcher):
+    out = []
+    while True:
+        try:
+            out.append(prefetcher.pop())
+        except StopIteration:
+            return out
+
+
+def _shapes_model_fn(traced_widths):
+    def model_fn(features, labels, mode):
+        traced_widths.append(features["x"].shape[1])
+        logits = est.layers.dense(features["x"], 1)[:, 0]
+        if mode == est.ModeKeys.PREDICT:
+            return est.EstimatorSpec(mode, predictions={"logits": logits})
+        loss = jnp.mean((logits - labels) ** 2)
+        return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.1))
+
+    return model_fn
+
+
+def _batches_of(widths, label_shapes=None):
+    def input_fn():
+        for i, width in enumerate(widths):
+            label_shape = label_shapes[i] if label_shapes else (4,)
+            yield {"x": np.ones((4, width), np.float32)}, np.zeros(label_shape, np.float32)
+
+    return input_fn
+
+
+_CALLS = {
+    "train": (lambda e, fn: e.train(fn, steps=10), r"train\(\) call"),
+    "eval": (lambda e, fn: e.evaluate(fn), "evaluation"),
+    "infer": (lambda e, fn: list(e.predict(fn)), r"predict\(\) call"),
+}
+
+
+@pytest.mark.parametrize("mode", list(_CALLS))
+def test_a_feature_whose_width_changes_is_an_error_naming_it_and_the_step_before_a_retrace(
+    tmp_path, mode
+):
+    traced = []
+    e = est.Estimator(_shapes_model_fn(traced), str(tmp_path))
+    call, name = _CALLS[mode]
+    with pytest.raises(
+        ValueError,
+        match=rf"^Feature 'x' changed shape at step 3 of this {name}: the first batch had "
+        r"\[4, 3\], this batch has \[4, 2\]\. Only the batch dimension \(the first\) may vary "
+        r"between batches: .* Give feature 'x' the shape \[batch_size, 3\] in every batch",
+    ):
+        call(e, _batches_of([3, 3, 2]))
+    assert traced and 2 not in traced  # model_fn never ran on the width-2 batch
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_labels_whose_rank_changes_are_an_error_not_a_silent_retrace(tmp_path, mode):
+    traced = []
+    e = est.Estimator(_shapes_model_fn(traced), str(tmp_path))
+    call, name = _CALLS[mode]
+    with pytest.raises(
+        ValueError,
+        match=rf"^Labels changed shape at step 2 of this {name}: the first batch had \[4\], this "
+        r"batch has \[4, 1\]\. Only the batch dimension .* Give labels the shape \[batch_size\]",
+    ):
+        call(e, _batches_of([3, 3, 3], [(4,), (4, 1), (4, 1)]))
+
+
+def test_only_the_first_dimension_of_each_array_may_vary():
+    # A shorter last batch, and sparse / ragged values whose value counts (their arrays'
+    # first dimension) differ per batch, pass; dict key order does not matter.
+    def sparse(nnz):
+        return est.io.SparseValue(
+            np.zeros((nnz, 2), np.int64), np.ones(nnz, np.float32), np.array([4, 3])
+        )
+
+    def ragged(n):
+        return est.io.RaggedValue(np.ones(n, np.float32), (np.array([0, 1, 1, n]),))
+
+    batches = [
+        ({"x": np.ones((4, 3)), "s": sparse(5), "r": ragged(6)}, np.ones(4)),
+        ({"r": ragged(2), "s": sparse(1), "x": np.ones((4, 3))}, np.ones(4)),
+        ({"x": np.ones((1, 3)), "s": sparse(0), "r": ragged(3)}, np.ones(1)),
+    ]
+    prefetcher = batch_pipeline(iter(batches), "eval", None, lambda b: b)
+    assert len(_pop_all(prefetcher)) == 3
+    bad = batches[:1] + [
+        (
+            {
+                "x": np.ones((4, 3)),
+                "s": sparse(2)._replace(indices=np.zeros((2, 3), np.int64)),
+                "r": ragged(1),
+            },
+            np.ones(4),
+        )
+    ]
+    prefetcher = batch_pipeline(iter(bad), "eval", None, lambda b: b)
+    with pytest.raises(
+        ValueError,
+        match=r"^Feature 's'\.indices changed shape at step 2 of this evaluation: the first batch "
+        r"had \[5, 2\], this batch has \[2, 3\]\.",
+    ):
+        _pop_all(prefetcher)
+
+
+@pytest.mark.parametrize(
+    "second, message",
+    [
+        (
+            ({"a": np.ones(4)}, np.ones(4)),
+            r"^Features changed at step 2 of this train\(\) call: the first batch had keys "
+            r"\['a', 'b'\], this batch has keys \['a'\]\. Every batch of a call must have the "
+            r"same features \(keys and structure\)",
+        ),
+        (
+            ({"a": np.ones(4), "b": np.ones(4)}, None),
+            r"^Labels changed at step 2 of this train\(\) call: the first batch had an array of "
+            r"shape \[4\], this batch has none\.",
+        ),
+        (
+            ({"a": np.ones(4), "b": np.ones(())}, np.ones(4)),
+            r"^Feature 'b' changed shape at step 2 .* the first batch had \[4\], this batch has "
+            r"\[\]\.",
+        ),
+        (
+            (np.ones((4, 2)), np.ones(4)),
+            r"^Features changed at step 2 .* had keys \['a', 'b'\], this batch has an array of "
+            r"shape \[4, 2\]\.",
+        ),
+    ],
+)
+def test_keys_structure_and_rank_must_stay_the_first_batchs(second, message):
+    first = ({"a": np.ones(4), "b": np.ones(4)}, np.ones(4))
+    prefetcher = batch_pipeline(iter([first, second]), "train", None, lambda b: b)
+    prefetcher.pop()
+    with pytest.raises(ValueError, match=message):
+        prefetcher.pop()
+
+
+def test_a_transforms_features_may_vary_in_width_but_labels_may_not():
+    # Feature columns pad multi-valued and sequence features to each batch's longest (their
+    # ops check the raw inputs' shapes): only the labels are checked after a transform.
+    class Widening:
+        row_wise = False
+
+        def apply(self, features, labels=None):
+            return {"ids": np.zeros((4, features["n"][0]), np.int32)}, labels
+
+    batches = [({"n": np.full(4, k)}, np.ones(4)) for k in (1, 3, 2)]
+    assert len(_pop_all(batch_pipeline(iter(batches), "train", Widening(), lambda b: b))) == 3
+    batches.append(({"n": np.full(4, 1)}, np.ones((4, 2))))
+    prefetcher = batch_pipeline(iter(batches), "train", Widening(), lambda b: b)
+    with pytest.raises(ValueError, match=r"^Labels changed shape at step 4 of this train"):
+        _pop_all(prefetcher)
+
+
+def test_the_next_pass_of_an_input_is_checked_against_the_first_pass():
+    passes = iter([[np.ones((4, 3))] * 2, [np.ones((4, 2))]])
+    first = batch_pipeline(iter(next(passes)), "train", None, lambda b: b)
+    prefetcher = Passes(
+        first, lambda: batch_pipeline(iter(next(passes)), "train", None, lambda b: b), lambda: True
+    )
+    prefetcher.pop()
+    prefetcher.pop()
+    with pytest.raises(ValueError, match=r"^Features changed shape at step 3 of this train"):
+        prefetcher.pop()
