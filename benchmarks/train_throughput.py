@@ -18,8 +18,14 @@ and AUC (200 thresholds) computed on every training batch, side by side in this 
 each one's first ``train()`` call (compiles included), then ``--repeats`` calls of
 ``--steps-mlp`` steps each, alternating, best and median.
 
+``--input-check`` instead measures what the input shape check costs (issue 50: only the
+batch dimension may vary between batches; ``estimator.engine.input_shapes``): its time per
+batch alone, and the logistic Estimator fed the same slices from a generator (an input the
+check reads; ``numpy_input_fn``'s batches cannot change shape and are not checked) with
+the check and with it replaced by a no-op, alternating in this process, best and median.
+
 Usage: ``python benchmarks/train_throughput.py [--steps-logistic N] [--steps-mlp N]
-[--train-metrics]``.
+[--train-metrics | --input-check]``.
 """
 
 from __future__ import annotations
@@ -197,6 +203,52 @@ def train_metrics_overhead(x, y, steps: int, repeats: int) -> None:
     )
 
 
+def input_check_overhead(x, y, steps: int, repeats: int) -> None:
+    """The shape check's time per batch (a dict of one feature and a label, as here), and
+    ``train()`` from a generator of this benchmark's batches with and without it."""
+    import timeit
+
+    from estimator.engine import input_shapes
+
+    batch = ({"x": x[:BATCH]}, y[:BATCH])
+    check = input_shapes.ShapeCheck(est.ModeKeys.TRAIN)
+    check(batch)
+    n = 100_000
+    per_batch = min(timeit.repeat(lambda: check(batch), number=n, repeat=5)) / n
+    print(f"shape check: {per_batch * 1e6:.2f} us per batch (best of 5 x {n:,})")
+
+    def input_fn():
+        k = 0
+        while True:
+            lo = (k % N_BATCHES) * BATCH
+            yield {"x": x[lo : lo + BATCH]}, y[lo : lo + BATCH]
+            k += 1
+
+    logits_fn, make_tx = WORKLOADS["logistic"]
+    estimator = est.Estimator(
+        make_model_fn(logits_fn, make_tx),
+        tempfile.mkdtemp(prefix="bench_"),
+        config=est.RunConfig(tf_random_seed=0),
+    )
+    estimator.train(input_fn, steps=50)  # compile, first checkpoint
+    checking = input_shapes.ShapeCheck.__call__
+    rates = {"with check": [], "without": []}
+    try:
+        for _ in range(repeats):  # alternate, so drifts in machine load hit both
+            for name in rates:
+                input_shapes.ShapeCheck.__call__ = (
+                    checking if name == "with check" else lambda self, batch: None
+                )
+                start = time.perf_counter()
+                estimator.train(input_fn, steps=steps)
+                rates[name].append(steps / (time.perf_counter() - start))
+    finally:
+        input_shapes.ShapeCheck.__call__ = checking
+    print(f"{'logistic, generator input':26s} {'steps/s (best)':>15s} {'median':>8s}")
+    for name, values in rates.items():
+        print(f"{name:26s} {max(values):15.0f} {np.median(values):8.0f}")
+
+
 def _step_times(estimators: dict, x, y, calls: int) -> dict:
     """Seconds per device call of 32 fused steps of each Estimator's compiled train program
     (``StepCompiler.multi``, the call ``train()`` makes), alternating, ``calls`` each, as
@@ -245,12 +297,16 @@ def main() -> None:
     parser.add_argument("--steps-mlp", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--train-metrics", action="store_true")
+    parser.add_argument("--input-check", action="store_true")
     args = parser.parse_args()
     logging.getLogger("estimator").setLevel(logging.WARNING)
     x, y = make_data()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, batch {BATCH}")
     if args.train_metrics:
         train_metrics_overhead(x, y, args.steps_mlp, args.repeats)
+        return
+    if args.input_check:
+        input_check_overhead(x, y, args.steps_logistic, args.repeats)
         return
     print(
         f"{'workload':10s} {'estimator steps/s':>18s} {'hand-written steps/s':>21s} {'ratio':>6s}"
