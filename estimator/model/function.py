@@ -9,6 +9,7 @@ transform (``estimator.model.variables``) and checks that it returned an
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import zlib
@@ -26,7 +27,7 @@ from estimator.model.padding import MASK_KEY
 from estimator.model.spec import EstimatorSpec
 from estimator.model.variables import APPLY, INIT, Frame, transform_context
 
-__all__ = ["ModelFunction", "verify_model_fn_args"]
+__all__ = ["Features", "ModelFunction", "verify_model_fn_args"]
 
 logger = logging.getLogger("estimator")
 
@@ -57,6 +58,42 @@ def verify_model_fn_args(model_fn: Callable, params) -> None:
     unexpected = sorted(args - _VALID_MODEL_FN_ARGS)
     if unexpected:
         raise ValueError(f"model_fn ({model_fn}) has following not expected args: {unexpected}")
+
+
+class Features(dict):
+    """The features dict ``model_fn`` receives: a ``dict`` whose missing key raises a
+    ``KeyError`` that lists the keys present (TF's plain dict says only ``KeyError: 'x'``).
+
+    ``features.get``, ``in``, iteration and copies (``dict(features)``, ``{**features}``,
+    which are plain dicts) behave as a dict's. A pytree node like a dict (keys sorted,
+    ``DictKey`` paths): ``jax.tree.map(f, features)`` and ``jax.jit`` keep the type. A tree
+    operation over ``features`` and a plain dict together (``jax.tree.map(f, features,
+    other)``) needs ``dict(features)``: JAX compares node types.
+    """
+
+    __slots__ = ()
+
+    def __missing__(self, key):
+        present = sorted(self, key=str)
+        close = difflib.get_close_matches(str(key), [str(k) for k in present], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise KeyError(
+            f"{key!r}: features has no key {key!r}; it has {present}{hint}. The keys are those "
+            "of input_fn's features (after the Estimator's input_transform, when it has one)."
+        )
+
+
+def _flatten_with_keys(features: Features):
+    keys = sorted(features)
+    return [(jax.tree_util.DictKey(k), features[k]) for k in keys], tuple(keys)
+
+
+jax.tree_util.register_pytree_with_keys(
+    Features,
+    _flatten_with_keys,
+    lambda keys, values: Features(zip(keys, values, strict=True)),
+    lambda features: ([features[k] for k in sorted(features)], tuple(sorted(features))),
+)
 
 
 def seed_key_data(seed: int) -> np.ndarray:
@@ -156,7 +193,8 @@ class ModelFunction:
           features, labels: arrays (traced or concrete) as ``input_fn`` gives them. For a
             ``model_fn`` marked ``masks_padding``, ``features[MASK_KEY]`` (a padded batch's
             row mask, see ``estimator.model.padding``) is taken out of ``features`` and
-            passed as ``row_mask()``.
+            passed as ``row_mask()``. A dict of features reaches ``model_fn`` as
+            :class:`Features` (a missing key's error lists the keys present).
           variables: ``{"trainable": {name: array}, "non_trainable": {...}}`` to read; None
             creates every variable from its initializer (the *init* run).
           global_step: int32 scalar: what ``get_global_step()`` returns; it also picks the
@@ -182,6 +220,8 @@ class ModelFunction:
         if self.masks_padding and isinstance(features, dict) and MASK_KEY in features:
             features = dict(features)
             mask = features.pop(MASK_KEY)
+        if type(features) is dict:
+            features = Features(features)  # once per trace: no cost in the compiled step
         global_step = jnp.asarray(global_step, jnp.int32)
         if variables is None:
             frame = Frame(

@@ -2,7 +2,8 @@
 
 Validated at construction, per mode, in TF 2.15's order and with its messages
 (``tensorflow_estimator/python/estimator/model_fn.py``): train_op, loss, predictions,
-export_outputs, hooks, eval_metric_ops, scaffold. What differs under JAX:
+export_outputs, hooks, eval_metric_ops, scaffold. A missing required field keeps TF's
+message first ("Missing loss.") and adds the mode and the fix. What differs under JAX:
 
 * ``train_op`` is an ``optax.GradientTransformation``: the engine differentiates ``loss``
   with respect to the trainable variables and applies it. TF's
@@ -65,8 +66,9 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
       scaffold: must be None (TF's ``Scaffold`` has no JAX counterpart).
 
     Raises:
-      ValueError: "Missing train_op.", "Missing loss.", "Loss must be scalar, given: ...",
-        "Missing predictions.", export-output rules, a non-None scaffold.
+      ValueError: "Missing train_op.", "Missing loss.", "Missing predictions." (each
+        followed by the mode and the fix), "Loss must be scalar, given: ...",
+        export-output rules, a non-None scaffold.
       TypeError: a train_op that is not an optax transformation, a non-array loss or
         prediction, hooks that are not ``SessionRunHook``s, ``eval_metric_ops`` that are not
         a dict of metrics.
@@ -125,10 +127,25 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
         return EstimatorSpec(*new_fields)
 
 
+def _missing(field: str, mode: str, need: str, fix: str) -> ValueError:
+    """TF's "Missing <field>." first, then the mode and the fix."""
+    name = {ModeKeys.TRAIN: "TRAIN", ModeKeys.EVAL: "EVAL", ModeKeys.PREDICT: "PREDICT"}
+    where = f"{mode!r} (ModeKeys.{name[mode]})" if mode in name else repr(mode)
+    return ValueError(
+        f"Missing {field}. The EstimatorSpec of mode {where} has no `{field}`; {need}: "
+        f"return {fix} from model_fn in that mode."
+    )
+
+
 def _validate_train_op(train_op, mode):
     if train_op is None:
         if mode == ModeKeys.TRAIN:
-            raise ValueError("Missing train_op.")
+            raise _missing(
+                "train_op",
+                mode,
+                "TRAIN needs an optax.GradientTransformation to apply to the loss's gradient",
+                "EstimatorSpec(mode, loss=loss, train_op=optax.adam(1e-3))",
+            )
         return None
     if not isinstance(train_op, optax.GradientTransformation):
         raise TypeError(
@@ -144,7 +161,14 @@ def _validate_train_op(train_op, mode):
 def _validate_loss(loss, mode):
     if loss is None:
         if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
-            raise ValueError("Missing loss.")
+            raise _missing(
+                "loss",
+                mode,
+                "TRAIN and EVAL need a scalar loss (only PREDICT may leave it out)",
+                "EstimatorSpec(mode, loss=..., train_op=...)"
+                if mode == ModeKeys.TRAIN
+                else "EstimatorSpec(mode, loss=..., eval_metric_ops=...)",
+            )
         return None
     if not is_array(loss):  # a Python number too, as TF (wrap it: jnp.float32(1.0))
         raise TypeError(f"loss must be Tensor, given: {loss}")
@@ -169,7 +193,12 @@ def _check_prediction(value, name):
 def _validate_predictions(predictions, mode):
     if predictions is None:
         if mode == ModeKeys.PREDICT:
-            raise ValueError("Missing predictions.")
+            raise _missing(
+                "predictions",
+                mode,
+                "PREDICT needs the arrays to yield, each [batch_size, ...]",
+                "EstimatorSpec(mode, predictions={'name': array, ...})",
+            )
         return {}
     if isinstance(predictions, dict):
         return {k: _check_prediction(v, f"predictions[{k}]") for k, v in predictions.items()}

@@ -35,23 +35,55 @@ def test_mode_keys_are_tf_strings():
 
 def test_train_missing_both_reports_train_op_first():
     # TF validates train_op before loss: EstimatorSpec(TRAIN) -> 'Missing train_op.'.
-    with pytest.raises(ValueError, match=r"^Missing train_op\.$"):
+    with pytest.raises(ValueError, match=r"^Missing train_op\. "):
         est.EstimatorSpec(TRAIN)
 
 
-def test_train_missing_loss():
-    with pytest.raises(ValueError, match=r"^Missing loss\.$"):
-        est.EstimatorSpec(TRAIN, train_op=OPT)
+# A missing required field keeps TF's message first, then says the mode and the fix.
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            dict(mode=TRAIN),
+            r"^Missing train_op\. The EstimatorSpec of mode 'train' \(ModeKeys\.TRAIN\) has no "
+            r"`train_op`; TRAIN needs an optax\.GradientTransformation .*: return "
+            r"EstimatorSpec\(mode, loss=loss, train_op=optax\.adam\(1e-3\)\) from model_fn",
+        ),
+        (
+            dict(mode=TRAIN, train_op=OPT),
+            r"^Missing loss\. The EstimatorSpec of mode 'train' \(ModeKeys\.TRAIN\) has no "
+            r"`loss`; TRAIN and EVAL need a scalar loss .*: return "
+            r"EstimatorSpec\(mode, loss=\.\.\., train_op=\.\.\.\) from model_fn in that mode\.$",
+        ),
+        (
+            dict(mode=EVAL),
+            r"^Missing loss\. The EstimatorSpec of mode 'eval' \(ModeKeys\.EVAL\) has no `loss`; "
+            r"TRAIN and EVAL need a scalar loss .*: return EstimatorSpec\(mode, loss=\.\.\., "
+            r"eval_metric_ops=\.\.\.\) from model_fn in that mode\.$",
+        ),
+        (
+            dict(mode=PREDICT),
+            r"^Missing predictions\. The EstimatorSpec of mode 'infer' \(ModeKeys\.PREDICT\) has "
+            r"no `predictions`; PREDICT needs .*: return EstimatorSpec\(mode, predictions=\{",
+        ),
+    ],
+)
+def test_a_missing_required_field_says_tfs_message_then_the_mode_and_the_fix(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        est.EstimatorSpec(**kwargs)
 
 
-def test_eval_missing_loss():
-    with pytest.raises(ValueError, match=r"^Missing loss\.$"):
-        est.EstimatorSpec(EVAL)
+def test_train_missing_loss_through_train_names_the_mode(tmp_path):
+    def model_fn(features, labels, mode):
+        est.layers.dense(features["x"], 1)
+        return est.EstimatorSpec(mode, train_op=OPT)  # no loss
 
+    def input_fn():
+        return {"x": np.ones((2, 3), np.float32)}, np.zeros((2,), np.float32)
 
-def test_predict_missing_predictions():
-    with pytest.raises(ValueError, match=r"^Missing predictions\.$"):
-        est.EstimatorSpec(PREDICT)
+    e = est.Estimator(model_fn, str(tmp_path))
+    with pytest.raises(ValueError, match=r"^Missing loss\. .* mode 'train' \(ModeKeys\.TRAIN\)"):
+        e.train(input_fn, steps=1)
 
 
 def test_minimal_specs_per_mode():
@@ -340,3 +372,55 @@ def test_the_seeds_key_is_made_on_the_host_as_jax_makes_it(seed):
     got = seed_key_data(seed)
     assert got.dtype == np.uint32 and got.shape == (2,)
     np.testing.assert_array_equal(got, expected)
+
+
+# --- the features dict model_fn receives -----------------------------------------------
+
+
+def test_a_missing_feature_key_is_a_key_error_listing_the_keys_present(tmp_path):
+    def model_fn(features, labels, mode):
+        logits = est.layers.dense(features["incme"], 1)[:, 0]  # a typo of "income"
+        return est.EstimatorSpec(mode, loss=jnp.mean((logits - labels) ** 2), train_op=OPT)
+
+    def input_fn():
+        x = np.ones((2, 1), np.float32)
+        return {"income": x, "age": x}, np.zeros((2,), np.float32)
+
+    e = est.Estimator(model_fn, str(tmp_path))
+    with pytest.raises(
+        KeyError,
+        match=r"^\"'incme': features has no key 'incme'; it has \['age', 'income'\] \(did you "
+        r"mean 'income'\?\)\. The keys are those of input_fn's features",
+    ):
+        e.train(input_fn, steps=1)
+
+
+def test_the_features_model_fn_receives_are_a_dict_and_a_pytree_like_one():
+    seen = {}
+
+    def model_fn(features, labels, mode):
+        seen["is_dict"] = isinstance(features, dict)
+        seen["get"] = features.get("nope")
+        doubled = jax.tree.map(lambda v: 2 * v, features)  # keeps the type (and its errors)
+        seen["doubled"] = type(doubled) is type(features)
+        seen["paths"] = [
+            jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(features)[0]
+        ]
+        seen["jitted"] = type(jax.jit(lambda f: f)(features)) is type(features)
+        seen["copy"] = type(dict(features)) is dict
+        with pytest.raises(KeyError, match=r"has no key 'c'; it has \['a', 'b'\]"):
+            doubled["c"]
+        return est.EstimatorSpec(mode, predictions=features["a"] + features["b"])
+
+    x = jnp.ones((2,), jnp.float32)
+    model = est.model.ModelFunction(model_fn, None, est.RunConfig(), 0)
+    jax.eval_shape(lambda f: model.apply(PREDICT, f, None)[0].predictions, {"b": x, "a": x})
+    # As a dict's: keys sorted, paths ['a'] and ['b'].
+    assert seen == {
+        "is_dict": True,
+        "get": None,
+        "doubled": True,
+        "paths": ["['a']", "['b']"],
+        "jitted": True,
+        "copy": True,
+    }
