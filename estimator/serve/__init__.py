@@ -9,12 +9,15 @@
 ``:classify``, ``:regress``) on ``--rest_api_port``, from one process over the same loaded
 versions and batcher; ``--model_config_file`` serves several models. It reloads when a
 newer version appears and answers bad requests with TF Serving's status codes and messages.
+Both APIs are thin transports over one :class:`ServingCore` (``_core``), as TF Serving's REST
+handler calls the implementations its gRPC service calls.
 TensorFlow is never imported: TF Serving's messages come from its compiled schema
 (``_protos``). Needs the ``serve`` extra (grpcio, starlette, uvicorn).
 """
 
-from estimator.serve._app import ServingError as ServingError
 from estimator.serve._app import build_app as build_app
+from estimator.serve._core import ServingCore as ServingCore
+from estimator.serve._core import ServingError as ServingError
 from estimator.serve._models import ModelWatcher as ModelWatcher
 
-__all__ = ["build_app", "ModelWatcher", "ServingError"]
+__all__ = ["build_app", "ModelWatcher", "ServingCore", "ServingError"]

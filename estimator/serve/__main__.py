@@ -4,6 +4,12 @@ gRPC (``tensorflow.serving.PredictionService`` and ``ModelService``) listens on 
 (8500), REST on ``--rest_api_port`` (off unless given, as in TF Serving; 8501 is the usual
 choice). Both run in one event loop over the same loaded versions and batcher.
 
+Once both listen it logs, as TF Serving does, ``Running gRPC ModelServer at 0.0.0.0:8500 ...``
+and ``Exporting HTTP/REST API at:0.0.0.0:8501 ...``, after each model's ``Successfully loaded
+servable version {name: census version: 1}``; later versions are logged as they are loaded
+(or fail to) and the versions they replace as they are unloaded. Run as ``python -m
+estimator.serve``, the server prints its ``estimator.serve`` log lines at INFO to stderr.
+
 The loop is asyncio's own, not uvloop's: short model calls run on the loop's thread
 (``estimator.serve._dispatch``), and with a loop that busy uvloop answered some REST
 connections far later than the rest (a p99 many times the mean under
@@ -12,17 +18,21 @@ connections far later than the rest (a p99 many times the mean under
 
 import argparse
 import asyncio
+import logging
 import signal
 import sys
 
 import uvicorn
 
-from estimator.serve._app import build_app, runner
+from estimator.serve._app import build_app
 from estimator.serve._config import read_model_config
+from estimator.serve._core import MAX_TENSOR_BYTES, ServingCore, runner
 from estimator.serve._grpc import Servicer
 from estimator.serve._grpc_server import start_server
 from estimator.serve._heap import FrozenHeap
 from estimator.serve._models import ModelWatcher
+
+_LOG = logging.getLogger("estimator.serve")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,6 +54,14 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=64 << 20,
         help="larger REST bodies get 413, larger gRPC messages RESOURCE_EXHAUSTED",
+    )
+    parser.add_argument(
+        "--max_request_tensor_bytes",
+        type=int,
+        default=MAX_TENSOR_BYTES,
+        help="a request whose inputs take more bytes once decoded (ragged lists padded, "
+        "tensors as declared) is refused before they are allocated: REST 413, gRPC "
+        "RESOURCE_EXHAUSTED (default 1 GiB)",
     )
     parser.add_argument("--graceful_shutdown_seconds", type=float, default=30.0)
     parser.add_argument("--enable_batching", action="store_true")
@@ -106,22 +124,12 @@ async def _serve(args, watchers: dict[str, ModelWatcher]) -> None:
         args.num_batch_threads,
         args.tensorflow_inter_op_parallelism,
     )
-    server = await start_server(
-        Servicer(watchers, run), args.host, args.port, args.max_request_bytes
-    )
+    core = ServingCore(watchers, run, args.max_request_tensor_bytes)
+    server = await start_server(Servicer(core), args.host, args.port, args.max_request_bytes)
+    _LOG.info("Running gRPC ModelServer at %s:%d ...", args.host, server.port)
     try:
         if args.rest_api_port:
-            app = build_app(watchers, max_request_bytes=args.max_request_bytes, run=run)
-            config = uvicorn.Config(
-                app,
-                host=args.host,
-                port=args.rest_api_port,
-                log_level="warning",
-                timeout_graceful_shutdown=args.graceful_shutdown_seconds,
-            )
-            # uvicorn shuts down gracefully, then re-raises the signal to the handler it
-            # found (main's: SIGTERM exits with status 0); gRPC stops in the finally.
-            await uvicorn.Server(config).serve()
+            await _rest(args, build_app(core, max_request_bytes=args.max_request_bytes))
         else:
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
@@ -130,6 +138,40 @@ async def _serve(args, watchers: dict[str, ModelWatcher]) -> None:
             await stop.wait()
     finally:
         await server.stop(args.graceful_shutdown_seconds)
+
+
+async def _rest(args, app) -> None:
+    """Serves ``app`` with uvicorn until a signal; logs its address once it listens."""
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.rest_api_port,
+        log_level="warning",
+        timeout_graceful_shutdown=args.graceful_shutdown_seconds,
+    )
+    server = uvicorn.Server(config)
+    # uvicorn shuts down gracefully, then re-raises the signal to the handler it found
+    # (main's: SIGTERM exits with status 0); gRPC stops in _serve's finally.
+    serving = asyncio.ensure_future(server.serve())
+    while not (server.started or serving.done()):
+        await asyncio.sleep(0.01)
+    if server.started:
+        _LOG.info("Exporting HTTP/REST API at:%s:%d ...", args.host, args.rest_api_port)
+    await serving
+
+
+def _log_to_stderr() -> None:
+    """The server's own lines (``estimator.serve``, INFO and up) to stderr, as TF Serving
+    prints its log by default; other libraries' loggers are left as they are."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        logging.Formatter(
+            "%(asctime)s.%(msecs)03d: %(levelname).1s %(name)s] %(message)s", "%Y-%m-%d %H:%M:%S"
+        )
+    )
+    _LOG.addHandler(handler)
+    _LOG.setLevel(logging.INFO)
+    _LOG.propagate = False
 
 
 def main(argv=None) -> None:
@@ -158,4 +200,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
+    _log_to_stderr()
     main()

@@ -79,24 +79,24 @@ class Batcher:
 
     async def _merged(self, signature, pending: list) -> None:
         if len(pending) == 1:
-            jobs = pending
-        else:
-            total = sum(rows for _, rows, _ in pending)
-            padded = self._bucket(total)  # a few fixed batch sizes: no recompile per size
-            try:
-                parts = {k: [c[k] for c, _, _ in pending] for k in pending[0][0]}
-                merged = {k: _merge(v, padded - total) for k, v in parts.items()}
-                outputs = await self._call(signature, merged)
-            except Exception:
-                jobs = pending  # rerun alone: each request gets its own answer or error
-            else:
-                start = 0
-                for _, rows, future in pending:
-                    if not future.done():  # a cancelled request (its client went away)
-                        future.set_result({k: v[start : start + rows] for k, v in outputs.items()})
-                    start += rows
-                return
-        for columns, _, future in jobs:
+            return await self._alone(signature, pending)
+        total = sum(rows for _, rows, _ in pending)
+        padded = self._bucket(total)  # a few fixed batch sizes: no recompile per size
+        try:
+            parts = {k: [c[k] for c, _, _ in pending] for k in pending[0][0]}
+            merged = {k: _merge(v, padded - total) for k, v in parts.items()}
+            outputs = await self._call(signature, merged)
+        except Exception:
+            return await self._alone(signature, pending)  # each its own answer or error
+        start = 0
+        for _, rows, future in pending:
+            if not future.done():  # a cancelled request (its client went away)
+                future.set_result({k: v[start : start + rows] for k, v in outputs.items()})
+            start += rows
+
+    async def _alone(self, signature, pending: list) -> None:
+        """Runs each request of ``pending`` on its own."""
+        for columns, _, future in pending:
             if future.done():
                 continue
             try:

@@ -26,16 +26,14 @@ class Dispatcher:
 
     Why two places: a call in a worker thread hands Python's lock back and forth with the
     event loop's thread (JAX releases it while XLA runs and while results are copied back,
-    and the loop takes it each time), which costs more than a small model's whole call. With
-    the census ``LinearClassifier``, one row per request and 64 clients, on this project's
-    2-core machine (``benchmarks/serving_load.py``, 2026-11-28): 797 gRPC and 1,008 REST
-    requests/s with every call in a thread, 1,223 and 1,555 with the short calls on the
-    loop. A long call stays in a thread, so it never holds up the loop (other requests'
-    I/O, health checks, new versions' loading) and several run while XLA computes without
-    the lock. Shapes are part of the key because a signature compiles a program for each
-    new input shape (``jax.jit``): that compile runs in a thread, never on the loop. The
-    median forgets the compile after three calls, and one slow call does not move a
-    signature off the loop.
+    and the loop takes it each time), which costs more than a small model's whole call, so
+    short calls on the loop answer more requests per second (``benchmarks/serving_load.py``
+    measures it; ``inline_seconds=0`` puts every call in a thread). A long call stays in a
+    thread, so it never holds up the loop (other requests' I/O, health checks, new versions'
+    loading) and several run while XLA computes without the lock. Shapes are part of the
+    key because a signature compiles a program for each new input shape (``jax.jit``): that
+    compile runs in a thread, never on the loop. The median forgets the compile after three
+    calls, and one slow call does not move a signature off the loop.
 
     Args:
       call: the blocking call.

@@ -13,8 +13,9 @@ the input's shape without the batch dimension (a ``VarLenFeature`` where that sh
 known), of the tf.Example value type its dtype is read from (``float_list`` for floats,
 ``int64_list`` for integers, ``bytes_list`` for strings).
 
-Speed: ``parse_example``'s batch reader costs about a millisecond per call whatever the
-batch, more than the model itself for a one-row request. The examples arrive already
+Speed: ``parse_example``'s batch reader has a fixed cost per call, whatever the batch, that
+is more than the model's own for a one-row request (``benchmarks/serving_load.py``'s
+Classify load shows it). The examples arrive already
 decoded (the request message holds them), so :func:`columns` reads them directly when
 every feature is of the spec's kind and size (``FixedLenFeature``/``VarLenFeature``
 specs), which gives what ``parse_example`` gives; anything else (a wrong type or length, a
@@ -82,44 +83,77 @@ def _direct(spec: dict, examples: list, one_each: bool = False) -> dict | None:
     maps = [example.features.feature for example in examples]
     out: dict = {}
     for name, fixed, kind, size, shape, dtype, default in plan:
-        values = []
-        ones = one_each and not fixed  # every example has one value so far
-        for entries in maps:
-            entry = entries.get(name)
-            if entry is None:
-                if fixed and default is None:
-                    return None
-                if fixed:
-                    values.extend(default)
-                else:
-                    values.append([])
-                    ones = False
-                continue
-            if entry.WhichOneof("kind") != kind:
-                return None
-            listed = getattr(entry, kind).value
-            if fixed:
-                if len(listed) != size:
-                    return None
-                values.extend(listed)
-            else:
-                values.append(listed)
-                ones = ones and len(listed) == 1
-        if ones:
+        values = _values(maps, name, kind, size if fixed else None, default)
+        if values is None:
+            return None
+        if fixed:
+            out[name] = _array(values, dtype).reshape((len(maps), *shape))
+        elif one_each and all(len(v) == 1 for v in values):
             # One value per example, as REST's rows give it (the signature reads [batch]
             # as [batch, 1], what padding the lists would give, without the padding).
             out[name] = [v[0] for v in values]
-            continue
-        if fixed:
-            flat = np.empty(len(values), dtype) if dtype is object else None
-            if flat is not None:
-                flat[:] = values
-            else:
-                flat = np.asarray(values, dtype)
-            out[name] = flat.reshape((len(maps), *shape))
         else:
             out[name] = [list(v) for v in values]
     return out
+
+
+def _values(maps: list, name: str, kind: str, size: int | None, default) -> list | None:
+    """One feature's values: flat for a ``FixedLenFeature`` of ``size`` values per example
+    (``default`` where absent), else one list per example (empty where absent); ``None`` if an
+    example holds another kind or size, or lacks a required feature."""
+    values: list = []
+    for entries in maps:
+        entry = entries.get(name)
+        if entry is None:
+            if size is None:
+                values.append(())
+            elif default is None:
+                return None
+            else:
+                values.extend(default)
+            continue
+        if entry.WhichOneof("kind") != kind:
+            return None
+        listed = getattr(entry, kind).value
+        if size is None:
+            values.append(listed)
+        elif len(listed) != size:
+            return None
+        else:
+            values.extend(listed)
+    return values
+
+
+def _array(values: list, dtype) -> np.ndarray:
+    if dtype is not object:
+        return np.asarray(values, dtype)
+    flat = np.empty(len(values), dtype)
+    flat[:] = values
+    return flat
+
+
+def decoded_elements(signature, records) -> int:
+    """An upper bound of the elements serialized ``tf.Example``s take once parsed with the
+    signature's feature spec and padded: per example, the longest record's bytes (every
+    value takes at least one byte of its record, and ``VarLenFeature`` lists are padded to
+    the longest) plus the values of every ``FixedLenFeature`` (present or defaulted).
+
+    Args:
+      signature: an ``estimator.export.Signature`` that accepts examples.
+      records: the serialized examples (a list or an array of ``bytes``; other items count
+        as empty, and the signature refuses them).
+    """
+    records = records.ravel().tolist() if isinstance(records, np.ndarray) else records
+    if not isinstance(records, (list, tuple)):
+        return 0  # one record, or something the signature refuses
+    spec = getattr(signature, "_parse_spec", None) or {}
+    fixed = sum(
+        int(np.prod(f.shape, dtype=np.int64))
+        for f in spec.values()
+        if isinstance(f, io.FixedLenFeature)
+    )
+    longest = max((len(r) for r in records if isinstance(r, (bytes, str))), default=0)
+    return len(records) * (longest + fixed)
 
 
 def columns(signature, examples: list, serialized: list[bytes] | None = None) -> dict:

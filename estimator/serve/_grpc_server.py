@@ -1,5 +1,5 @@
 """The sockets of the gRPC API: ``grpc.aio`` servers on one port, each method's raw bytes
-to the :class:`~estimator.serve._grpc.Servicer` and its errors to gRPC status codes."""
+to the :class:`~estimator.serve._grpc.Servicer` and the core's errors to gRPC status codes."""
 
 from __future__ import annotations
 
@@ -9,11 +9,29 @@ import socket
 
 import grpc
 
-from estimator.serve._grpc import GrpcError, Servicer
+from estimator.serve._core import ServingError
+from estimator.serve._grpc import Servicer
 from estimator.serve._protos import MODEL_SERVICE, PREDICTION_SERVICE
 
-_CODE = grpc.StatusCode
 _LOG = logging.getLogger(__name__)
+#: The most bytes of a status message, once gRPC has percent-encoded it for the
+#: ``grpc-message`` trailer: gRPC's clients refuse trailers over their metadata limit
+#: (``grpc.max_metadata_size``, 8 KiB by default) with RESOURCE_EXHAUSTED instead of the status.
+MAX_MESSAGE_BYTES = 4096
+
+
+def fit(message: str, limit: int = MAX_MESSAGE_BYTES) -> str:
+    """``message`` cut to ``limit`` bytes once percent-encoded (gRPC's ``grpc-message``
+    encoding: every byte outside printable ASCII, and ``%``, takes three), with a note of
+    what was cut; characters UTF-8 cannot encode become ``\\udXXX`` escapes."""
+    data = message.encode("utf-8", "backslashreplace")
+    size = 0
+    for i, byte in enumerate(data):
+        size += 1 if 0x20 <= byte < 0x7F and byte != 0x25 else 3
+        if size > limit - 40:  # room for the note
+            text = data[:i].decode("utf-8", "ignore")  # a split character is dropped
+            return f"{text} ... ({len(data) - len(text.encode())} more bytes cut)"
+    return data.decode("utf-8")
 
 
 def handlers(servicer: Servicer) -> list:
@@ -24,12 +42,12 @@ def handlers(servicer: Servicer) -> list:
         async def handle(data: bytes, context):
             try:
                 return await method(data, context)
-            except GrpcError as err:
-                code, message = err.code, err.message
+            except ServingError as err:  # the core's refusal: the gRPC code of its name
+                code, message = grpc.StatusCode[err.code.name], err.message
             except Exception as err:  # a failure inside the model: logged, INTERNAL
                 _LOG.exception("%s failed", method.__name__)
-                code, message = _CODE.INTERNAL, f"{type(err).__name__}: {err}"
-            await context.abort(code, message)
+                code, message = grpc.StatusCode.INTERNAL, f"{type(err).__name__}: {err}"
+            await context.abort(code, fit(message))
 
         return grpc.unary_unary_rpc_method_handler(handle)
 
@@ -68,13 +86,11 @@ async def start_server(
     in gRPC's core while the loop has time for them, and a batch closes with fewer requests
     than have arrived. Servers sharing the port (``SO_REUSEPORT``: the kernel spreads new
     connections over them) take new calls side by side, on the same event loop, with the
-    same servicer. Census ``LinearClassifier``, 64 clients, one row per request
-    (``benchmarks/serving_load.py`` on this project's 2-core machine): one server answered
-    3,443-3,572 requests/s with batching and 1,259-1,284 without (2026-11-28, two runs),
-    eight 4,120-5,017 and 1,380-1,458 (2026-11-29, eight runs). Sixteen answered 4,696 with
-    batching, but without it the p99 latency rose to 3.2x the mean: the kernel's hash gives
-    some servers more connections than others, and each server takes one call per turn, so
-    clients on a crowded server wait longer.
+    same servicer, so more requests are answered per second, batched or not. Not many more
+    than eight: the kernel's hash gives some servers more connections than others, and each
+    server takes one call per turn, so clients on a crowded server wait longer and the p99
+    latency rises (``benchmarks/serving_load.py`` measures throughput and p99 latency; set
+    ``ACCEPTORS`` to compare).
 
     The port is first checked free with a plain bind (no ``SO_REUSEPORT``), so a port that
     another process or server holds is an error here, not a port shared with it. (gRPC's
@@ -153,4 +169,4 @@ def _check_free(host: str, port: int, address: str) -> None:
             ) from None
 
 
-__all__ = ["ACCEPTORS", "handlers", "start_server"]
+__all__ = ["ACCEPTORS", "MAX_MESSAGE_BYTES", "fit", "handlers", "start_server"]

@@ -19,10 +19,8 @@ class FrozenHeap:
     request, waits for it; under load the requests' own objects set one off every few
     seconds. Frozen objects (``gc.freeze``: Python's permanent generation, CPython's answer
     for long-lived processes) are not walked, so a full collection only looks at what the
-    requests made since. The census ``LinearClassifier`` with batching, 64 REST clients
-    sending one row each (``benchmarks/serving_load.py``, 2026-11-29): 4,579-5,609
-    requests/s with a p99 latency of 116-126 ms against a median of 9-10 ms before (two
-    runs), 7,106-7,408 requests/s with a p99 of 13-58 ms after (three runs).
+    requests made since: the pauses that set the p99 latency under load shrink, and more
+    requests are answered per second (``benchmarks/serving_load.py`` measures both).
 
     A frozen object is never collected, so a version that is replaced must not stay frozen:
     when a watcher serves a new version, everything is unfrozen (the old version becomes

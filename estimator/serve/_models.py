@@ -57,6 +57,7 @@ class ModelWatcher:
         # number with another's model.
         self._current: tuple[int | None, export.LoadedModel | None] = (None, None)
         self._stop = threading.Event()
+        self._failed: set[int] = set()  # versions whose failed load was logged
         self.refresh()
         self._thread = None
         if poll_seconds > 0:
@@ -80,23 +81,44 @@ class ModelWatcher:
         return self._current
 
     def refresh(self) -> None:
-        """Loads the newest complete version if it is newer than the served one."""
+        """Loads the newest complete version if it is newer than the served one.
+
+        Logs as TF Serving's ``loader_harness.cc`` does: ``Successfully loaded servable
+        version {name: census version: 2}`` (INFO), then ``Unloading servable version {name:
+        census version: 1}`` for the version it replaces; a failed load, once per version,
+        ``Loading servable: {name: census version: 2} failed: <error>`` (ERROR; the
+        traceback at DEBUG). A failed version is tried again at every poll (its files may
+        still be arriving), quietly, and the served one stays.
+        """
         versions = _versions(self.base_path)
         if not versions or versions[-1] == self.version:
             return
         newest = versions[-1]
+        servable = f"{{name: {self.name} version: {newest}}}"
         try:
             model = export.load(fs.join(self.base_path, str(newest)))
             if any(s.accepts_examples for s in model.signatures.values()):
-                # The tf.Example parser's compiled loops: ~1 s to load, not on a request.
+                # The tf.Example parser's compiled loops, slow to load: not on a request.
                 from estimator.io import _kernels
 
                 _kernels.warm()
-        except Exception:  # a broken version must not take the served one down
-            _LOG.exception("Could not load version %s of %s", newest, self.name)
+        except Exception as err:  # a broken version must not take the served one down
+            if newest not in self._failed:
+                self._failed.add(newest)
+                _LOG.error("Loading servable: %s failed: %s: %s", servable, type(err).__name__, err)
+            _LOG.debug("Loading servable: %s failed", servable, exc_info=True)
             return
+        previous = self.version
         self._current = (newest, model)
-        _LOG.info("Serving %s version %s", self.name, newest)
+        self._failed.discard(newest)
+        _LOG.info("Successfully loaded servable version %s", servable)
+        if previous is not None:
+            _LOG.info(
+                "Unloading servable version {name: %s version: %s} (requests that hold it "
+                "finish on it)",
+                self.name,
+                previous,
+            )
 
     def _poll(self, seconds: float) -> None:
         while not self._stop.wait(seconds):

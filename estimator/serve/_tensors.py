@@ -8,6 +8,8 @@ Numeric outputs are written as ``tensor_content`` (one copy of the array's bytes
 Serving's ``AsProtoTensorContent`` writes), strings as ``string_val``.
 """
 
+import math
+
 import numpy as np
 
 from estimator.serve._protos import messages
@@ -34,6 +36,18 @@ _TYPES = {
     "DT_STRING": (object, "string_val"),
 }
 _BY_NUMPY = {np.dtype(d).name: name for name, (d, _) in _TYPES.items() if d is not object}
+# A typed field's own element type: values are read as it, then cast as TF's ``static_cast``
+# (an ``int_val`` of 300 is 44 as DT_UINT8), so no value is out of range for NumPy.
+_FIELDS = {
+    "float_val": np.float32,
+    "double_val": np.float64,
+    "int_val": np.int32,
+    "int64_val": np.int64,
+    "uint32_val": np.uint32,
+    "uint64_val": np.uint64,
+    "bool_val": np.bool_,
+    "half_val": np.int32,
+}
 
 
 def dtype_name(number: int) -> str:
@@ -55,6 +69,59 @@ def short_name(name: str) -> str:
     return name[3:].lower() if name.startswith("DT_") else name
 
 
+MAX_RANK = 64  # NumPy's most dimensions
+_INT64_MAX = (1 << 63) - 1
+
+
+def _refuse(reason: str) -> TensorError:
+    return TensorError(f"Cannot parse tensor from proto: {reason}")
+
+
+def check(tensor) -> tuple[str, tuple, int]:
+    """What a ``TensorProto`` declares, checked before anything is allocated for it.
+
+    Args:
+      tensor: a ``tensorflow.TensorProto`` message.
+
+    Returns:
+      ``(DataType name, shape, bytes)``: the bytes its array takes once decoded (8 per
+      string element: the array holds references to the values the message carries).
+
+    Raises:
+      TensorError: for an unsupported dtype, an unknown rank or one above 64, a negative
+        dimension, more elements than int64 counts, ``tensor_content`` whose size does not
+        fit the shape (or on a string tensor), or more values than the shape holds.
+    """
+    name = dtype_name(tensor.dtype)
+    if name not in _TYPES:
+        raise _refuse(f"dtype {name} is not supported; send one of {', '.join(sorted(_TYPES))}.")
+    dtype, field = _TYPES[name]
+    shape_proto = tensor.tensor_shape
+    if shape_proto.unknown_rank:
+        raise _refuse("tensor_shape has unknown_rank set; give every dimension's size.")
+    if len(shape_proto.dim) > MAX_RANK:
+        raise _refuse(f"tensor_shape has {len(shape_proto.dim)} dimensions; at most {MAX_RANK}.")
+    shape = tuple(d.size for d in shape_proto.dim)
+    if any(d < 0 for d in shape):
+        raise _refuse(f"tensor_shape {list(shape)} has a negative dimension.")
+    count = math.prod(shape)  # Python's integers: no overflow
+    if count > _INT64_MAX:
+        raise _refuse(f"tensor_shape {list(shape)} holds {count} elements, more than int64 counts.")
+    itemsize = np.dtype(dtype).itemsize
+    if tensor.tensor_content:
+        if dtype is object:
+            raise _refuse("DT_STRING tensors carry their values in string_val.")
+        if len(tensor.tensor_content) != count * itemsize:
+            raise _refuse(
+                f"tensor_content has {len(tensor.tensor_content)} bytes; shape {list(shape)} "
+                f"of {name} needs {count * itemsize}."
+            )
+    elif len(getattr(tensor, field)) > count:
+        values = len(getattr(tensor, field))
+        raise _refuse(f"{field} has {values} values; shape {list(shape)} holds {count}.")
+    return name, shape, count * itemsize
+
+
 def to_numpy(tensor) -> np.ndarray:
     """A ``TensorProto`` -> ``np.ndarray`` (strings as an ``object`` array of ``bytes``).
 
@@ -65,43 +132,22 @@ def to_numpy(tensor) -> np.ndarray:
       The array, shaped by ``tensor_shape``.
 
     Raises:
-      TensorError: for an unsupported dtype, an unknown-rank or negative shape, content
-        whose size does not fit the shape, or more values than the shape holds.
+      TensorError: :func:`check`'s, before anything is allocated.
     """
-    name = dtype_name(tensor.dtype)
-    if name not in _TYPES:
-        raise TensorError(
-            f"dtype {name} is not supported; send one of {', '.join(sorted(_TYPES))}."
-        )
+    name, shape, _ = check(tensor)
     dtype, field = _TYPES[name]
-    shape_proto = tensor.tensor_shape
-    if shape_proto.unknown_rank:
-        raise TensorError("tensor_shape has unknown_rank set; give every dimension's size.")
-    shape = tuple(d.size for d in shape_proto.dim)
-    if any(d < 0 for d in shape):
-        raise TensorError(f"tensor_shape {list(shape)} has a negative dimension.")
-    count = int(np.prod(shape, dtype=np.int64))
     if tensor.tensor_content:
-        if dtype is object:
-            raise TensorError("DT_STRING tensors carry their values in string_val.")
-        content = tensor.tensor_content
-        itemsize = np.dtype(dtype).itemsize
-        if len(content) != count * itemsize:
-            raise TensorError(
-                f"tensor_content has {len(content)} bytes; shape {list(shape)} of {name} "
-                f"needs {count * itemsize}."
-            )
-        return np.frombuffer(content, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape)
+        little = np.dtype(dtype).newbyteorder("<")
+        return np.frombuffer(tensor.tensor_content, dtype=little).reshape(shape)
     values = getattr(tensor, field)
-    if len(values) > count:
-        raise TensorError(f"{field} has {len(values)} values; shape {list(shape)} holds {count}.")
     if dtype is object:
         array = np.empty(len(values), dtype=object)
         array[:] = list(values)
-    elif field == "half_val":
-        array = np.asarray(values, dtype=np.uint16).view(np.float16)
+    elif field == "half_val":  # float16 bit patterns
+        array = np.asarray(values, _FIELDS[field]).astype(np.uint16).view(np.float16)
     else:
-        array = np.asarray(values, dtype=dtype)
+        array = np.asarray(values, _FIELDS[field]).astype(dtype, copy=False)
+    count = math.prod(shape)
     if len(array) == count:
         return array.reshape(shape)
     if not len(array):

@@ -12,6 +12,7 @@ import socket
 import grpc
 import pytest
 
+from estimator.serve._core import ServingCore
 from estimator.serve._grpc import Servicer
 from estimator.serve._grpc_server import start_server
 from estimator.serve._protos import MODEL_SERVICE, messages
@@ -30,7 +31,7 @@ def _servicer() -> Servicer:
     async def run(signature, columns):  # no model is ever called here
         raise AssertionError("no model")
 
-    return Servicer({}, run)
+    return Servicer(ServingCore({}, run))
 
 
 async def _statuses(port: int, connections: int) -> list[tuple[grpc.StatusCode, str]]:

@@ -1,4 +1,4 @@
-"""How ``python -m estimator.serve`` runs calls (``estimator.serve._app.runner`` and
+"""How ``python -m estimator.serve`` runs calls (``estimator.serve._core.runner`` and
 ``_dispatch.Dispatcher``): short ones on the event loop's thread; the others in worker
 threads, at most ``--tensorflow_inter_op_parallelism`` at once, the rest in arrival order
 (``benchmarks/serving_load.py`` measures what both do to throughput and p99)."""
@@ -12,7 +12,7 @@ import time
 import pytest
 
 from estimator.serve import __main__ as serve_cli
-from estimator.serve._app import runner
+from estimator.serve._core import runner
 from estimator.serve._dispatch import Dispatcher
 
 
