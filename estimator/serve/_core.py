@@ -76,11 +76,20 @@ class ServingError(Exception):
 
 
 def _call(signature, columns: dict) -> dict:
-    """One signature call; the signature's refusal of its inputs is INVALID_ARGUMENT."""
+    """One signature call; the signature's refusal of its inputs (its documented
+    ``ValueError``; a ``TypeError`` where an input is not even the container it reads, such
+    as ``null`` for a list) is INVALID_ARGUMENT."""
     try:
         return signature(**columns)
     except ValueError as err:  # the loader's checks, NumPy's conversions, parse_example's
         raise ServingError(Code.INVALID_ARGUMENT, str(err)) from None
+    except TypeError as err:
+        takes = ", ".join(f"{k}: {v['dtype']} {v['shape']}" for k, v in signature.inputs.items())
+        raise ServingError(
+            Code.INVALID_ARGUMENT,
+            f"Could not read the inputs ({err}): signature {signature.name!r} takes {takes}, "
+            "each a list with a value (or a list of values) per row.",
+        ) from None
 
 
 def runner(
@@ -122,7 +131,7 @@ class ServingCore:
       max_tensor_bytes: the most bytes a request's inputs may take once decoded
         (``--max_request_tensor_bytes``; ragged lists counted padded to their longest, as
         the signature pads them); larger requests are refused with RESOURCE_EXHAUSTED
-        before anything that size is allocated.
+        before anything that size is allocated (:meth:`check_inputs`).
     """
 
     def __init__(
@@ -289,11 +298,40 @@ class ServingCore:
                 "per request, or start the server with a larger limit.",
             )
 
+    def check_inputs(self, signature, columns: dict) -> None:
+        """Refuses, before anything is allocated for them, inputs that would take more than
+        ``max_tensor_bytes`` (RESOURCE_EXHAUSTED) and lists nested deeper than the input's
+        rank (INVALID_ARGUMENT; NumPy would fail on them with errors of its own).
+
+        What the inputs take is bounded from above: an array's own size; 8 bytes per element
+        of a list, ragged lists padded to their longest at each depth (as the signature pads
+        a ``VarLenFeature``'s lists); for serialized ``tf.Example``s, 8 bytes per element of
+        :func:`_examples.decoded_elements`. Measuring is linear in the number of list items
+        (never recursive)."""
+        total = 0
+        for name, value in columns.items():
+            if name == EXAMPLES and getattr(signature, "accepts_examples", False):
+                total += 8 * _examples.decoded_elements(signature, value)
+            elif isinstance(value, np.ndarray):
+                total += value.size * value.dtype.itemsize
+            else:
+                elements, depth = _padded(value)
+                spec = signature.inputs.get(name)
+                if spec is not None and depth > len(spec["shape"]):
+                    raise ServingError(
+                        Code.INVALID_ARGUMENT,
+                        f"Input {name!r} nests lists {depth} deep; signature {signature.name!r} "
+                        f"takes it as {spec['dtype']} {spec['shape']}, {len(spec['shape'])} "
+                        "levels at most.",
+                    )
+                total += 8 * elements
+        self.check_bytes(total)
+
     async def run(self, signature, columns: dict) -> dict:
         """``{output: array}`` of the signature on ``columns`` (arrays or lists by input
-        name), through the runner; RESOURCE_EXHAUSTED if the inputs would take more than
-        ``max_tensor_bytes``, INVALID_ARGUMENT if the signature refuses them."""
-        self.check_bytes(decoded_bytes(signature, columns))
+        name), through the runner; :meth:`check_inputs`'s errors, INVALID_ARGUMENT if the
+        signature refuses the inputs."""
+        self.check_inputs(signature, columns)
         return await self._run(signature, columns)
 
     async def predict(self, signature, columns: dict, output_filter=()) -> dict:
@@ -459,33 +497,16 @@ def _regressions(outputs: dict, count: int) -> list[float]:
     return values.reshape(-1)[:count].astype(np.float64).tolist()
 
 
-def decoded_bytes(signature, columns: dict) -> int:
-    """An upper bound of the bytes ``columns`` take once the signature has read them into
-    arrays: an array's own size; 8 per element of a list, ragged lists padded to their
-    longest at each depth (as the signature pads a ``VarLenFeature``'s lists); for serialized
-    ``tf.Example``s, :func:`_examples.decoded_elements` × 8. Linear in the number of list
-    items (never recursive), so a hostile request is measured before anything is
-    allocated for it."""
-    total = 0
-    for name, value in columns.items():
-        if name == EXAMPLES and getattr(signature, "accepts_examples", False):
-            total += 8 * _examples.decoded_elements(signature, value)
-        elif isinstance(value, np.ndarray):
-            total += value.size * value.dtype.itemsize
-        else:
-            total += 8 * _padded_elements(value)
-    return total
-
-
-def _padded_elements(value) -> int:
-    """Elements of nested lists padded to the longest list at each depth (at least one
-    element per list, as the signature pads an empty one)."""
-    count, level = 1, [value]
+def _padded(value) -> tuple[int, int]:
+    """``(elements, depth)`` of nested lists padded to the longest list at each depth (at
+    least one element per list, as the signature pads an empty one)."""
+    count, depth, level = 1, 0, [value]
     while True:
         lists = [v for v in level if isinstance(v, (list, tuple))]
         if not lists:
-            return count
+            return count, depth
         count *= max(max(len(v) for v in lists), 1)
+        depth += 1
         level = [item for v in lists for item in v]
 
 
@@ -498,6 +519,5 @@ __all__ = [
     "REGRESS",
     "ServingCore",
     "ServingError",
-    "decoded_bytes",
     "runner",
 ]
