@@ -193,6 +193,8 @@ def main(argv=None) -> None:
     try:
         with asyncio.Runner() as runner_:
             runner_.run(_serve(args, watchers))
+    except KeyboardInterrupt:  # Ctrl-C, once in-flight requests are done: no traceback
+        _LOG.info("Stopped by SIGINT.")
     finally:
         heap.close()
         for watcher in watchers.values():

@@ -6,12 +6,14 @@ requests get 4xx with ``{"error": ...}``; SIGTERM ends the server cleanly.
 
 import base64
 import os
+import queue
 import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -362,3 +364,71 @@ def test_batching_merges_concurrent_requests_and_isolates_a_bad_one(base, loaded
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         client.close()
+
+
+def _lines_until(lines: queue.Queue, seen: list, pattern: str, seconds: float = 60) -> str:
+    """Reads the server's stderr lines into ``seen`` until one matches ``pattern``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+        except queue.Empty:
+            raise AssertionError(f"no line matching {pattern!r} in:\n" + "".join(seen)) from None
+        seen.append(line)
+        if re.search(pattern, line):
+            return line
+
+
+def test_the_server_logs_its_addresses_and_each_version_it_loads_or_unloads(base, tmp_path):
+    """Run as ``python -m estimator.serve`` (no logging set up), the server prints TF
+    Serving's lines: the version it loaded, then the gRPC and REST addresses once both
+    listen; later, a version that fails to load with the reason (once, though it is tried at
+    every poll), a new version loaded and the one it replaces unloaded."""
+    base_path, version = str(tmp_path / "export"), int(base[1])
+    shutil.copytree(os.path.join(*base), os.path.join(base_path, str(version)))
+    port, rest_port = _free_port(), _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "estimator.serve", "--model_name", "census",
+         "--model_base_path", base_path, "--port", str(port), "--rest_api_port",
+         str(rest_port), "--host", "127.0.0.1", "--file_system_poll_wait_seconds", "0.1"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()
+    seen: list = []
+    try:
+        _lines_until(lines, seen, r"Exporting HTTP/REST API at:")
+        startup = "".join(seen)
+        order = [
+            f"] Successfully loaded servable version {{name: census version: {version}}}\n",
+            f"] Running gRPC ModelServer at 127.0.0.1:{port} ...\n",
+            f"] Exporting HTTP/REST API at:127.0.0.1:{rest_port} ...\n",
+        ]
+        assert all(line in startup for line in order), startup
+        assert [startup.index(line) for line in order] == sorted(startup.index(x) for x in order)
+        with httpx.Client(base_url=f"http://127.0.0.1:{rest_port}") as client:
+            assert client.get("/v1/models/census").status_code == 200  # up, as it said
+        # A broken version: named, with the reason, once (it is retried at every poll).
+        broken = os.path.join(base_path, str(version + 1))
+        os.makedirs(broken)
+        with open(os.path.join(broken, "manifest.json"), "w") as f:
+            f.write("{not json")
+        failed = _lines_until(lines, seen, r"failed")
+        assert re.search(
+            rf"E estimator\.serve\._models\] Loading servable: \{{name: census version: "
+            rf"{version + 1}\}} failed: ValueError: .*manifest\.json",
+            failed,
+        ), failed
+        time.sleep(0.5)  # five more polls
+        shutil.copytree(os.path.join(*base), os.path.join(base_path, str(version + 2)))
+        _lines_until(lines, seen, r"Unloading servable version")
+        later = "".join(seen[len(startup.splitlines()) :])
+        assert later.count(" failed: ") == 1, later
+        assert (
+            f"Successfully loaded servable version {{name: census version: {version + 2}}}" in later
+        ), later
+        assert f"Unloading servable version {{name: census version: {version}}}" in later
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
