@@ -177,6 +177,16 @@ REST_CASES = [
      r"Input 'size' must be float32, got values of type dict"),
     ("huge version", "/v1/models/m/versions/" + "9" * 5000 + ":predict",
      b'{"instances": []}', 404, r"^Servable not found for request: Specific\(m, 9999"),
+    ("null for a list", "/v1/models/m:predict",
+     b'{"signature_name": "predict", "inputs": {"size": [[1.0]], "color": [["red"]], '
+     b'"tags": null}}', 400,
+     r"^Could not read the inputs \('NoneType' object is not iterable\): signature 'predict' "
+     r"takes .*tags: string \[None, None\].*, each a list with a value \(or a list of "
+     r"values\) per row\.$"),
+    ("lists deeper than the input", "/v1/models/m:predict",
+     b'{"signature_name": "predict", "instances": [{"size": [[[[1.0]]]], "color": "red"}]}',
+     400, r"^Input 'size' nests lists 5 deep; signature 'predict' takes it as float32 "
+     r"\[None, 1\], 2 levels at most\.$"),
     ("context not an object", "/v1/models/m:classify",
      b'{"examples": [{"size": 1}], "context": [1]}', 400, r"'context' must be an object"),
     ("padding to the limit", "/v1/models/m:predict",
