@@ -108,6 +108,11 @@ def check(tensor) -> tuple[str, tuple, int]:
     if count > _INT64_MAX:
         raise _refuse(f"tensor_shape {list(shape)} holds {count} elements, more than int64 counts.")
     itemsize = np.dtype(dtype).itemsize
+    if math.prod(d for d in shape if d) * itemsize > _INT64_MAX:  # NumPy's limit, zeros or not
+        raise _refuse(
+            f"tensor_shape {list(shape)}: its nonzero dimensions multiply to more bytes of {name} "
+            "than int64 counts (no array has such a shape, even with a zero dimension)."
+        )
     if tensor.tensor_content:
         if dtype is object:
             raise _refuse("DT_STRING tensors carry their values in string_val.")

@@ -332,6 +332,9 @@ GRPC_CASES = [
     ("more elements than int64 counts", _tensor_request(shape=[2**62, 2**62]),
      "INVALID_ARGUMENT", r"holds 21267647932558653966460912964485513216 elements, more than "
      r"int64 counts"),
+    ("a zero beside a huge dimension", _tensor_request(shape=[0, 2**62]), "INVALID_ARGUMENT",
+     r"tensor_shape \[0, 4611686018427387904\]: its nonzero dimensions multiply to more "
+     r"bytes of DT_FLOAT than int64 counts"),
     ("negative dimension", _tensor_request(shape=[-1, 1]), "INVALID_ARGUMENT",
      r"Cannot parse tensor from proto: tensor_shape \[-1, 1\] has a negative dimension"),
     ("content shorter than the shape", _tensor_request(shape=[4, 1], tensor_content=b"\0" * 12),
