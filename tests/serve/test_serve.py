@@ -421,7 +421,11 @@ def test_the_server_logs_its_addresses_and_each_version_it_loads_or_unloads(base
             failed,
         ), failed
         time.sleep(0.5)  # five more polls
-        shutil.copytree(os.path.join(*base), os.path.join(base_path, str(version + 2)))
+        # A new version arrives whole, as an export does (written aside, then renamed): a
+        # copy made in place would be seen half-written at a poll.
+        staged = str(tmp_path / "staged")
+        shutil.copytree(os.path.join(*base), staged)
+        os.rename(staged, os.path.join(base_path, str(version + 2)))
         _lines_until(lines, seen, r"Unloading servable version")
         later = "".join(seen[len(startup.splitlines()) :])
         assert later.count(" failed: ") == 1, later
