@@ -347,6 +347,145 @@ def _describe_selection(settings: WarmStartSettings) -> str:
     return f"vars_to_warm_start={spec!r}"
 
 
+class _Names(NamedTuple):
+    """The names of a model that warm start can select."""
+
+    pool: dict[str, str]  # {name: "trainable" | "non_trainable" | OPT_STATE}, in model order
+    paths: dict[str, tuple]  # {optimizer-state name: its key path in opt_state}
+    owners: dict[str, str]  # {optimizer-state name: the variable it is kept for}
+
+
+def _names(state) -> _Names:
+    """The variables of ``state``, then its optimizer-state leaves (:func:`slot_paths`)."""
+    pool = {n: "trainable" for n in state.trainable}
+    pool.update((n, "non_trainable") for n in state.non_trainable)
+    paths: dict[str, tuple] = {}
+    owners: dict[str, str] = {}
+    if state.opt_state is not None:
+        for name, (path, owner) in slot_paths(state.opt_state, state.trainable).items():
+            pool.setdefault(name, OPT_STATE)
+            paths[name] = path
+            if owner is not None:
+                owners[name] = owner
+    return _Names(pool, paths, owners)
+
+
+def _nothing_selected(settings: WarmStartSettings, pool: dict[str, str]) -> None:
+    """Logs an empty selection of ``vars_to_warm_start=None``; raises for any other."""
+    if settings.vars_to_warm_start is None:
+        logger.info("Warm-started 0 variables: vars_to_warm_start=None and no VocabInfo.")
+        return
+    raise ValueError(
+        f"Nothing to warm-start: {_describe_selection(settings)} matches none of the "
+        f"model's variables, which are: {', '.join(pool)}. Fix the pattern, or pass a list "
+        "of patterns to also match non-trainable variables and optimizer state."
+    )
+
+
+def _missing(settings: WarmStartSettings, plans: list[_Plan], source: _Source) -> list[_Plan]:
+    """The planned variables that ``source`` lacks; raises when it lacks them all."""
+    missing = [p for p in plans if p.prev not in source]
+    if len(missing) == len(plans):
+        raise ValueError(
+            f"Nothing to warm-start: none of the {len(plans)} variables selected by "
+            f"{_describe_selection(settings)} is in {source.where} (looked for "
+            f"{', '.join(p.prev for p in plans)}). It has: {source.describe()}. Map the names "
+            "with var_name_to_prev_var_name, or warm-start from the right model."
+        )
+    return missing
+
+
+class _Loader:
+    """Reads planned variables from the source, remapped or checked against the model's
+    shapes, and keeps a line of the log for each one read."""
+
+    def __init__(self, source: _Source, key: jax.Array) -> None:
+        self.source = source
+        self.key = key
+        self.done: list[str] = []
+
+    def __call__(self, plan: _Plan, initial, index: int) -> jax.Array:
+        """The warm-started value of ``plan.name`` (``initial``: its value in the model;
+        ``index``: its place among the planned variables, for the PRNG key)."""
+        value, note = self._read(plan, np.asarray(initial), index)
+        self._record(plan, note)
+        return jnp.asarray(value, initial.dtype)
+
+    def _read(self, plan: _Plan, initial: np.ndarray, index: int) -> tuple[np.ndarray, str]:
+        old = self.source.read(plan.prev)
+        if plan.vocab is not None:
+            sub = jax.random.fold_in(self.key, index)
+            return remap(
+                plan.name, plan.prev, old, initial, plan.vocab, sub, keep_initial=plan.keep_initial
+            )
+        if old.shape != initial.shape:
+            raise ValueError(
+                f"Cannot warm-start {plan.name} from {plan.prev} in {self.source.where}: shape "
+                f"{list(old.shape)} there, {list(initial.shape)} in the model. If its "
+                f"vocabulary changed, give var_name_to_vocab_info={{{plan.name!r}: "
+                "VocabInfo(...)}; otherwise leave it out of vars_to_warm_start."
+            )
+        return old.astype(initial.dtype), ""
+
+    def _record(self, plan: _Plan, note: str) -> None:
+        via = [] if plan.prev == plan.name else [f"from {plan.prev}"]
+        extra = "; ".join(via + ([note] if note else []))
+        self.done.append(f"{plan.name} ({extra})" if extra else plan.name)
+
+
+def _load_variables(
+    present: list[_Plan], pool: dict[str, str], trainable: dict, non_trainable: dict, load
+) -> None:
+    """Reads the planned variables (not optimizer state) into ``trainable`` and
+    ``non_trainable``, in place."""
+    for index, plan in enumerate(present):
+        group = pool[plan.name]
+        if group == OPT_STATE:
+            continue
+        target = trainable if group == "trainable" else non_trainable
+        target[plan.name] = load(plan, target[plan.name], index)
+
+
+def _load_opt_state(opt_state, present: list[_Plan], names: _Names, load):
+    """``opt_state`` with the planned optimizer-state leaves read from the source."""
+    slots = [(i, p) for i, p in enumerate(present) if names.pool[p.name] == OPT_STATE]
+    if not slots:
+        return opt_state
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(opt_state)
+    position = {path: i for i, (path, _) in enumerate(leaves)}
+    values = [leaf for _, leaf in leaves]
+    for index, plan in slots:
+        i = position[names.paths[plan.name]]
+        values[i] = load(plan, values[i], index)
+    return jax.tree_util.tree_unflatten(treedef, values)
+
+
+def _log_outcome(
+    settings: WarmStartSettings,
+    source: _Source,
+    done: list[str],
+    missing: list[_Plan],
+    plans: list[_Plan],
+    pool: dict[str, str],
+) -> None:
+    """Logs what was warm-started, what the source lacked and what was not selected."""
+    logger.info("Warm-started %d variables from %s: %s.", len(done), source.where, ", ".join(done))
+    if missing:
+        logger.warning(
+            "Not warm-started, not in %s (they keep their initial values): %s.",
+            source.where,
+            ", ".join(p.name if p.prev == p.name else f"{p.name} (as {p.prev})" for p in missing),
+        )
+    selected = {p.name for p in plans}
+    left = [n for n in pool if n not in selected]
+    if left:
+        logger.info(
+            "Not selected by %s (initial values): %s.",
+            _describe_selection(settings),
+            ", ".join(left),
+        )
+
+
 def warm_start(
     state,
     warm_start_from,
@@ -373,103 +512,26 @@ def warm_start(
     """
     settings = as_warm_start_settings(warm_start_from)
     logger.info("Warm-starting with WarmStartSettings: %s", settings)
-    trainable, non_trainable = dict(state.trainable), dict(state.non_trainable)
-    pool = {n: "trainable" for n in trainable}
-    pool.update((n, "non_trainable") for n in non_trainable)
-    paths: dict[str, tuple] = {}
-    owners: dict[str, str] = {}
-    if state.opt_state is not None:
-        for name, (path, owner) in slot_paths(state.opt_state, trainable).items():
-            pool.setdefault(name, OPT_STATE)
-            paths[name] = path
-            if owner is not None:
-                owners[name] = owner
-    grouped = _select(settings.vars_to_warm_start, pool)
+    names = _names(state)
+    grouped = _select(settings.vars_to_warm_start, names.pool)
     _check_unused(settings, grouped)
-    plans = _plan(settings, grouped, owners)
+    plans = _plan(settings, grouped, names.owners)
     if not plans:
-        if settings.vars_to_warm_start is None:
-            logger.info("Warm-started 0 variables: vars_to_warm_start=None and no VocabInfo.")
-            return state
-        raise ValueError(
-            f"Nothing to warm-start: {_describe_selection(settings)} matches none of the "
-            f"model's variables, which are: {', '.join(pool)}. Fix the pattern, or pass a list "
-            "of patterns to also match non-trainable variables and optimizer state."
-        )
+        _nothing_selected(settings, names.pool)
+        return state
     source = _Source(settings.ckpt_to_initialize_from)
     logger.info("Warm-starting from: %s", source.where)
-    missing = [p for p in plans if p.prev not in source]
-    if len(missing) == len(plans):
-        raise ValueError(
-            f"Nothing to warm-start: none of the {len(plans)} variables selected by "
-            f"{_describe_selection(settings)} is in {source.where} (looked for "
-            f"{', '.join(p.prev for p in plans)}). It has: {source.describe()}. Map the names "
-            "with var_name_to_prev_var_name, or warm-start from the right model."
-        )
-
-    def load(plan: _Plan, initial, index: int) -> tuple[np.ndarray, str]:
-        old = source.read(plan.prev)
-        initial = np.asarray(initial)
-        if plan.vocab is not None:
-            sub = jax.random.fold_in(key, index)
-            return remap(
-                plan.name, plan.prev, old, initial, plan.vocab, sub, keep_initial=plan.keep_initial
-            )
-        if old.shape != initial.shape:
-            raise ValueError(
-                f"Cannot warm-start {plan.name} from {plan.prev} in {source.where}: shape "
-                f"{list(old.shape)} there, {list(initial.shape)} in the model. If its "
-                f"vocabulary changed, give var_name_to_vocab_info={{{plan.name!r}: "
-                "VocabInfo(...)}; otherwise leave it out of vars_to_warm_start."
-            )
-        return old.astype(initial.dtype), ""
-
-    done: list[str] = []
-
-    def record(plan: _Plan, note: str) -> None:
-        via = [] if plan.prev == plan.name else [f"from {plan.prev}"]
-        extra = "; ".join(via + ([note] if note else []))
-        done.append(f"{plan.name} ({extra})" if extra else plan.name)
-
+    missing = _missing(settings, plans, source)
+    load = _Loader(source, key)
     present = [p for p in plans if p.prev in source]
-    for index, plan in enumerate(present):
-        group = pool[plan.name]
-        if group == OPT_STATE:
-            continue
-        target = trainable if group == "trainable" else non_trainable
-        value, note = load(plan, target[plan.name], index)
-        target[plan.name] = jnp.asarray(value, target[plan.name].dtype)
-        record(plan, note)
+    trainable, non_trainable = dict(state.trainable), dict(state.non_trainable)
+    _load_variables(present, names.pool, trainable, non_trainable, load)
     opt_state = state.opt_state
     if opt_state is not None:
-        if init_opt_state is not None and any(pool[p.name] == "trainable" for p in present):
+        if init_opt_state is not None and any(names.pool[p.name] == "trainable" for p in present):
             opt_state = init_opt_state(trainable)
-        slots = [(i, p) for i, p in enumerate(present) if pool[p.name] == OPT_STATE]
-        if slots:
-            leaves, treedef = jax.tree_util.tree_flatten_with_path(opt_state)
-            position = {path: i for i, (path, _) in enumerate(leaves)}
-            values = [leaf for _, leaf in leaves]
-            for index, plan in slots:
-                i = position[paths[plan.name]]
-                value, note = load(plan, values[i], index)
-                values[i] = jnp.asarray(value, values[i].dtype)
-                record(plan, note)
-            opt_state = jax.tree_util.tree_unflatten(treedef, values)
-    logger.info("Warm-started %d variables from %s: %s.", len(done), source.where, ", ".join(done))
-    if missing:
-        logger.warning(
-            "Not warm-started, not in %s (they keep their initial values): %s.",
-            source.where,
-            ", ".join(p.name if p.prev == p.name else f"{p.name} (as {p.prev})" for p in missing),
-        )
-    selected = {p.name for p in plans}
-    left = [n for n in pool if n not in selected]
-    if left:
-        logger.info(
-            "Not selected by %s (initial values): %s.",
-            _describe_selection(settings),
-            ", ".join(left),
-        )
+        opt_state = _load_opt_state(opt_state, present, names, load)
+    _log_outcome(settings, source, load.done, missing, plans, names.pool)
     return state._replace(trainable=trainable, non_trainable=non_trainable, opt_state=opt_state)
 
 
