@@ -468,11 +468,7 @@ def _export(
     estimator, export_dir_base, receiver_fns, *, assets_extra, as_text, checkpoint_path, platforms
 ) -> bytes:
     runtime = estimator.runtime
-    path = checkpoint_path or estimator.latest_checkpoint()
-    if checkpoint_path:
-        path = runtime.resolve_checkpoint(checkpoint_path, "export")
-    if not path:
-        raise ValueError(f"Couldn't find trained model at {estimator.model_dir}.")
+    path = _checkpoint(estimator, checkpoint_path)
     base = os.fspath(export_dir_base)
     if isinstance(base, bytes):
         base = base.decode()
@@ -483,73 +479,16 @@ def _export(
     # than serving needs (a canned estimator's weight column, when a request brings it).
     transform = None if recorded is None else InputTransform.from_config(recorded.to_config())
     exporter = _Exporter(runtime, path, platforms)
-    signatures: dict[str, dict] = {}
-    blobs: dict[str, Any] = {}
-    for mode, receiver_fn in receiver_fns.items():
-        receiver = receiver_fn()
-        expected = ServingInputReceiver if mode == ModeKeys.PREDICT else SupervisedInputReceiver
-        if not isinstance(receiver, expected):
-            raise ValueError(
-                f"The input receiver function for mode {mode!r} must return a "
-                f"{expected.__name__}; got {type(receiver).__name__}."
-            )
-        groups = {None: receiver.receiver_tensors}
-        groups.update(receiver.receiver_tensors_alternatives or {})
-        for group, specs in groups.items():
-            ties = getattr(recorded, "equal_dimensions", None)
-            inputs = _Inputs(specs, receiver, transform, group, ties)
-            fixed = next((s.shape[0] for s in specs.values() if s.shape and s.shape[0]), None)
-            made, features_spec, labels_spec = exporter.signatures(mode, inputs, group, fixed)
-            device_inputs = jax.tree.map(
-                _spec_json, {"features": features_spec, "labels": labels_spec}
-            )
-            for name, (key, exported, vocabularies, method) in made.items():
-                avals = jax.tree.unflatten(exported.out_tree, list(exported.out_avals))
-                signatures[name] = {
-                    "mode": mode,
-                    "method_name": method,
-                    "output_key": key,
-                    "function": f"functions/{_signature_file(name)}.jax",
-                    **inputs.to_manifest(),
-                    "device_inputs": device_inputs,
-                    "outputs": {
-                        out: {
-                            **_spec_json(aval),
-                            **(
-                                {"dtype": _STRING, "vocabulary": vocabularies[out]}
-                                if out in vocabularies
-                                else {}
-                            ),
-                        }
-                        for out, aval in avals.items()
-                    },
-                }
-                blobs[name] = exported
+    ties = getattr(recorded, "equal_dimensions", None)
+    signatures, blobs = _signatures(exporter, receiver_fns, transform, ties)
     final = _timestamped(base)
     # temp-<timestamp>-<random>: unique, so concurrent exports never share a temp directory.
     temp = os.path.join(base, f"temp-{os.path.basename(final)}-{uuid.uuid4().hex[:8]}")
     try:
-        os.makedirs(os.path.join(temp, "functions"))
-        for name, exported in blobs.items():
-            with open(os.path.join(temp, signatures[name]["function"]), "wb") as f:
-                f.write(exported.serialize())
-            if as_text:
-                with open(
-                    os.path.join(temp, signatures[name]["function"][:-4] + ".mlir"), "w"
-                ) as f:
-                    f.write(exported.mlir_module())
-        saver = ocp.StandardCheckpointer(multiprocessing_options=ckpt.multiprocessing_options())
-        variables = exporter.variables
-        if jax.process_count() > 1:  # orbax writes no process-local jax.Array in a job
-            variables = jax.device_get(variables)
-        saver.save(os.path.abspath(os.path.join(temp, "variables")), variables)
-        saver.wait_until_finished()
-        saver.close()
+        _write_functions(temp, signatures, blobs, as_text)
+        _write_variables(temp, exporter.variables)
         assets = _copy_assets(transform, os.path.join(temp, "assets"))
-        for relative, source in (assets_extra or {}).items():
-            destination = os.path.join(temp, "assets.extra", relative)
-            os.makedirs(os.path.dirname(destination), exist_ok=True)
-            shutil.copy(source, destination)
+        _copy_assets_extra(assets_extra, temp)
         manifest = {
             "format": FORMAT,
             "version": VERSION,
@@ -569,16 +508,115 @@ def _export(
         }
         with open(os.path.join(temp, MANIFEST), "w") as f:
             json.dump(manifest, f, indent=2 if as_text else None, sort_keys=True)
-        while True:
-            try:
-                os.rename(temp, final)
-                break
-            except OSError:
-                if not os.path.exists(final):
-                    raise
-                final = _timestamped(base)  # another export took the name meanwhile
+        final = _rename(temp, final, base)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
     logger.info("SavedModel written to: %s", final)
     return final.encode()
+
+
+def _checkpoint(estimator, checkpoint_path) -> str:
+    """The checkpoint to export: ``checkpoint_path`` (resolved), else the latest one."""
+    path = checkpoint_path or estimator.latest_checkpoint()
+    if checkpoint_path:
+        path = estimator.runtime.resolve_checkpoint(checkpoint_path, "export")
+    if not path:
+        raise ValueError(f"Couldn't find trained model at {estimator.model_dir}.")
+    return path
+
+
+def _receiver(mode: str, receiver_fn: Callable):
+    """The receiver ``receiver_fn`` returns, checked against the kind ``mode`` needs."""
+    receiver = receiver_fn()
+    expected = ServingInputReceiver if mode == ModeKeys.PREDICT else SupervisedInputReceiver
+    if not isinstance(receiver, expected):
+        raise ValueError(
+            f"The input receiver function for mode {mode!r} must return a "
+            f"{expected.__name__}; got {type(receiver).__name__}."
+        )
+    return receiver
+
+
+def _signatures(exporter: _Exporter, receiver_fns, transform, ties) -> tuple[dict, dict]:
+    """``({name: manifest entry}, {name: Exported})`` of every signature: each mode's
+    receiver tensors and each of their alternatives."""
+    signatures: dict[str, dict] = {}
+    blobs: dict[str, Any] = {}
+    for mode, receiver_fn in receiver_fns.items():
+        receiver = _receiver(mode, receiver_fn)
+        groups = {None: receiver.receiver_tensors}
+        groups.update(receiver.receiver_tensors_alternatives or {})
+        for group, specs in groups.items():
+            inputs = _Inputs(specs, receiver, transform, group, ties)
+            fixed = next((s.shape[0] for s in specs.values() if s.shape and s.shape[0]), None)
+            made, features_spec, labels_spec = exporter.signatures(mode, inputs, group, fixed)
+            device_inputs = jax.tree.map(
+                _spec_json, {"features": features_spec, "labels": labels_spec}
+            )
+            for name, (key, exported, vocabularies, method) in made.items():
+                signatures[name] = {
+                    "mode": mode,
+                    "method_name": method,
+                    "output_key": key,
+                    "function": f"functions/{_signature_file(name)}.jax",
+                    **inputs.to_manifest(),
+                    "device_inputs": device_inputs,
+                    "outputs": _outputs_json(exported, vocabularies),
+                }
+                blobs[name] = exported
+    return signatures, blobs
+
+
+def _outputs_json(exported, vocabularies: dict[str, list]) -> dict[str, dict]:
+    """Each output's ``{"dtype", "shape"}``; a string output (ids on the device) is a
+    ``"string"`` with its ``"vocabulary"``."""
+    avals = jax.tree.unflatten(exported.out_tree, list(exported.out_avals))
+    outputs = {}
+    for out, aval in avals.items():
+        outputs[out] = _spec_json(aval)
+        if out in vocabularies:
+            outputs[out].update(dtype=_STRING, vocabulary=vocabularies[out])
+    return outputs
+
+
+def _write_functions(temp: str, signatures: dict, blobs: dict, as_text: bool) -> None:
+    """Each signature's serialized function (and its MLIR text with ``as_text``)."""
+    os.makedirs(os.path.join(temp, "functions"))
+    for name, exported in blobs.items():
+        with open(os.path.join(temp, signatures[name]["function"]), "wb") as f:
+            f.write(exported.serialize())
+        if as_text:
+            with open(os.path.join(temp, signatures[name]["function"][:-4] + ".mlir"), "w") as f:
+                f.write(exported.mlir_module())
+
+
+def _write_variables(temp: str, variables: dict) -> None:
+    """The exported variables, as an orbax checkpoint in ``<temp>/variables``."""
+    saver = ocp.StandardCheckpointer(multiprocessing_options=ckpt.multiprocessing_options())
+    if jax.process_count() > 1:  # orbax writes no process-local jax.Array in a job
+        variables = jax.device_get(variables)
+    saver.save(os.path.abspath(os.path.join(temp, "variables")), variables)
+    saver.wait_until_finished()
+    saver.close()
+
+
+def _copy_assets_extra(assets_extra: Mapping[str, str] | None, temp: str) -> None:
+    """``{relative path: source file}`` copied under ``<temp>/assets.extra``."""
+    for relative, source in (assets_extra or {}).items():
+        destination = os.path.join(temp, "assets.extra", relative)
+        os.makedirs(os.path.dirname(destination), exist_ok=True)
+        shutil.copy(source, destination)
+
+
+def _rename(temp: str, final: str, base: str) -> str:
+    """Renames the complete ``temp`` to ``final``, or to a later timestamp when another
+    export took that name meanwhile; returns the name it got."""
+    while True:
+        try:
+            os.rename(temp, final)
+            return final
+        except OSError:
+            if not os.path.exists(final):
+                raise
+            final = _timestamped(base)  # another export took the name meanwhile
