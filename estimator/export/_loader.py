@@ -144,6 +144,41 @@ def _missing_examples(name: str, value, parse, describe):
     return out
 
 
+def _example_values(name: str, value, parse, dtype: np.dtype, describe):
+    """The values of a parsed feature as JSON rows give them: a missing example's default
+    (:func:`_missing_examples`); a ``VarLenFeature``'s list per example padded."""
+    value = _missing_examples(name, value, parse, describe)
+    if isinstance(parse, VarLenFeature) and any(
+        isinstance(v, (list, tuple, np.ndarray)) for v in value
+    ):
+        value = _pad(value, dtype)  # a list of values per example
+    return value
+
+
+def _column(array: np.ndarray, parse) -> np.ndarray:
+    """One value per example, as JSON rows carry it: ``[batch] -> [batch, 1]`` for a
+    ``VarLenFeature`` or a feature of shape ``[1]``."""
+    if array.ndim == 1:
+        if isinstance(parse, VarLenFeature) or tuple(parse.shape) == (1,):
+            return array.reshape(-1, 1)
+    return array
+
+
+def _check_array(name: str, array: np.ndarray, shape: list, dtype: np.dtype, describe) -> None:
+    """Refuses a string input holding other values, and an array whose shape is not
+    ``shape`` (None: any size)."""
+    if dtype.kind == "O":
+        if array.size and not all(isinstance(v, (str, bytes)) for v in array.flat):
+            raise ValueError(f"Input {name!r} must hold strings.\n{describe()}")
+    if len(array.shape) != len(shape) or any(
+        isinstance(d, int) and d != a for d, a in zip(shape, array.shape, strict=False)
+    ):
+        raise ValueError(
+            f"Input {name!r} has shape {list(array.shape)}, expected {shape} (None: any "
+            f"size).\n{describe()}"
+        )
+
+
 class Signature:
     """One exported signature: call it with the inputs by name, get the outputs.
 
@@ -194,6 +229,26 @@ class Signature:
         return f"Signature {self.name!r} expects:\n" + "\n".join(lines)
 
     def _check(self, inputs: Mapping[str, Any]) -> dict:
+        """``{name: array}`` of ``inputs``, each checked against its spec; all with one batch
+        size."""
+        self._check_names(inputs)
+        arrays = {}
+        batch = None
+        for name, value in inputs.items():
+            array = self._array(name, value)
+            if array.ndim:
+                if batch is not None and array.shape[0] != batch:
+                    raise ValueError(
+                        f"Inputs have different batch sizes ({batch} and {array.shape[0]} for "
+                        f"{name!r}).\n{self._expected()}"
+                    )
+                batch = array.shape[0]
+            arrays[name] = array
+        return arrays
+
+    def _check_names(self, inputs: Mapping[str, Any]) -> None:
+        """Refuses unknown inputs and missing ones (a parsed feature with a default, or a
+        ``VarLenFeature``, may be left out)."""
         optional = set(self._parse_spec or {}) - {
             k
             for k, s in (self._parse_spec or {}).items()
@@ -205,49 +260,25 @@ class Signature:
             raise ValueError(
                 f"Wrong inputs: missing {missing}, unexpected {unexpected}.\n{self._expected()}"
             )
-        arrays = {}
-        batch = None
-        for name, value in inputs.items():
-            spec = self.inputs[name]
-            dtype = _dtype(spec["dtype"])
-            parse = (self._parse_spec or {}).get(name)
-            if parse is not None:
-                value = _missing_examples(name, value, parse, self._expected)
-            if isinstance(parse, VarLenFeature) and any(
-                isinstance(v, (list, tuple, np.ndarray)) for v in value
-            ):
-                value = _pad(value, dtype)  # a list of values per example
-            _check_dtype(name, value, spec["dtype"], self._expected)
-            try:
-                array = np.asarray(value, dtype=dtype if dtype.kind != "O" else object)
-            except (TypeError, ValueError) as err:
-                raise ValueError(
-                    f"Input {name!r} cannot be read as {spec['dtype']}: {err}.\n{self._expected()}"
-                ) from None
-            if parse is not None and array.ndim == 1:
-                # One value per example, as JSON rows carry it: [batch] -> [batch, 1].
-                if isinstance(parse, VarLenFeature) or tuple(parse.shape) == (1,):
-                    array = array.reshape(-1, 1)
-            if dtype.kind == "O":
-                if array.size and not all(isinstance(v, (str, bytes)) for v in array.flat):
-                    raise ValueError(f"Input {name!r} must hold strings.\n{self._expected()}")
-            shape = spec["shape"]
-            if len(array.shape) != len(shape) or any(
-                isinstance(d, int) and d != a for d, a in zip(shape, array.shape, strict=False)
-            ):
-                raise ValueError(
-                    f"Input {name!r} has shape {list(array.shape)}, expected {shape} (None: any "
-                    f"size).\n{self._expected()}"
-                )
-            if array.ndim:
-                if batch is not None and array.shape[0] != batch:
-                    raise ValueError(
-                        f"Inputs have different batch sizes ({batch} and {array.shape[0]} for "
-                        f"{name!r}).\n{self._expected()}"
-                    )
-                batch = array.shape[0]
-            arrays[name] = array
-        return arrays
+
+    def _array(self, name: str, value) -> np.ndarray:
+        """Input ``name`` as the array the signature takes, checked against its spec."""
+        spec = self.inputs[name]
+        dtype = _dtype(spec["dtype"])
+        parse = (self._parse_spec or {}).get(name)
+        if parse is not None:
+            value = _example_values(name, value, parse, dtype, self._expected)
+        _check_dtype(name, value, spec["dtype"], self._expected)
+        try:
+            array = np.asarray(value, dtype=dtype if dtype.kind != "O" else object)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"Input {name!r} cannot be read as {spec['dtype']}: {err}.\n{self._expected()}"
+            ) from None
+        if parse is not None:
+            array = _column(array, parse)
+        _check_array(name, array, spec["shape"], dtype, self._expected)
+        return array
 
     def _parsed(self, inputs: Mapping[str, Any]) -> dict:
         """``examples`` (serialized ``tf.Example``) parsed into the signature's inputs: dense
