@@ -54,6 +54,19 @@ def _categorical_input(
         if memo not in cache:
             cache[memo] = _categorical_input(features, key, who)
         return cache[memo]
+    x = _batch_2d(features, key, who)
+    found = _strings_or_ints(x, key, who)
+    if found is None:
+        raise ValueError(
+            f"{who}: feature {key!r} has dtype {x.dtype}; expected strings or integers (a "
+            "categorical feature). Convert it in input_fn, e.g. x.astype(np.int64) for integral "
+            "floats or x.astype(str)."
+        )
+    return found
+
+
+def _batch_2d(features: Mapping, key: str, who: str) -> np.ndarray:
+    """Raw feature ``key`` as an array ``[batch_size, k]`` (a sparse value densified)."""
     x = _require(features, key, who)
     if all(hasattr(x, a) for a in ("indices", "values", "dense_shape")):
         x = _densified(x, key, who)
@@ -63,7 +76,12 @@ def _categorical_input(
             f"{who}: feature {key!r} is a scalar; expected a batch of shape [batch_size] or "
             "[batch_size, k]."
         )
-    x = x.reshape(x.shape[0], math.prod(x.shape[1:]))
+    return x.reshape(x.shape[0], math.prod(x.shape[1:]))
+
+
+def _strings_or_ints(x: np.ndarray, key: str, who: str) -> tuple[np.ndarray, str] | None:
+    """``(x, kind)`` of :func:`_categorical_input` by ``x``'s dtype; None for a dtype that
+    holds neither strings nor integers."""
     if x.dtype.kind == "U":
         return x, STRING
     if x.dtype.kind == "S":
@@ -73,23 +91,26 @@ def _categorical_input(
             raise _int64_overflow(key, who, x.max())
         return x.astype(np.int64, copy=False), "int"
     if x.dtype.kind == "O":
-        flat = x.ravel().tolist()
-        types = set(map(type, flat))
-        if types <= {str}:
-            return x, STRING
-        if types <= {str, bytes}:
-            return _decoded(x, flat, key, who), STRING
-        if all(issubclass(t, int) and not issubclass(t, bool) for t in types):
-            low, high = min(flat, default=0), max(flat, default=0)
-            for v in (low, high):
-                if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
-                    raise _int64_overflow(key, who, v)
-            return x.astype(np.int64), "int"
-    raise ValueError(
-        f"{who}: feature {key!r} has dtype {x.dtype}; expected strings or integers (a "
-        "categorical feature). Convert it in input_fn, e.g. x.astype(np.int64) for integral "
-        "floats or x.astype(str)."
-    )
+        return _objects(x, key, who)
+    return None
+
+
+def _objects(x: np.ndarray, key: str, who: str) -> tuple[np.ndarray, str] | None:
+    """An object array of ``str`` (bytes decoded as UTF-8) or of Python ``int`` (checked to
+    fit int64) as ``(x, kind)``; None for other values."""
+    flat = x.ravel().tolist()
+    types = set(map(type, flat))
+    if types <= {str}:
+        return x, STRING
+    if types <= {str, bytes}:
+        return _decoded(x, flat, key, who), STRING
+    if all(issubclass(t, int) and not issubclass(t, bool) for t in types):
+        low, high = min(flat, default=0), max(flat, default=0)
+        for v in (low, high):
+            if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+                raise _int64_overflow(key, who, v)
+        return x.astype(np.int64), "int"
+    return None
 
 
 def string_fingerprints(x: np.ndarray, key: str, cache: dict) -> np.ndarray:
