@@ -290,6 +290,25 @@ def get_variable(
     frame = require_frame(f"get_variable({name!r})")
     full = scope_prefix(frame) + name
     trainable = True if trainable is None else bool(trainable)
+    shape = _variable_shape(full, shape, initializer)
+    dtype = _variable_dtype(dtype, initializer)
+    value = _stored_value(frame, full, shape, dtype, initializer, trainable)
+    first_use = full not in frame.used
+    frame.used.add(full)
+    if full in frame.assigned:
+        value = frame.assigned[full]
+    if regularizer is not None and first_use:
+        # Once per variable and model_fn call: TF adds the loss when the variable is created,
+        # not again when it is reused; a regularizer returning None adds nothing, as TF's.
+        loss = regularizer(value)
+        if loss is not None:
+            frame.regularization.append(loss)
+    frame.by_id[id(value)] = full
+    return value
+
+
+def _variable_shape(full: str, shape, initializer) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints; without one, an array initializer's shape."""
     if shape is None:
         if initializer is None:
             raise ValueError(
@@ -301,15 +320,23 @@ def get_variable(
                 f"Shape of a new variable ({full}) must be fully defined, but instead was None."
             )
         shape = np.shape(initializer)
-    shape = tuple(int(d) for d in shape)
+    return tuple(int(d) for d in shape)
+
+
+def _variable_dtype(dtype, initializer) -> np.dtype:
+    """``dtype``; without one, an array initializer's dtype, else ``float32``."""
     if dtype is None:
         dtype = (
             jnp.asarray(initializer).dtype
             if initializer is not None and not callable(initializer)
             else jnp.float32
         )
-    dtype = jnp.dtype(dtype)
+    return jnp.dtype(dtype)
 
+
+def _stored_value(frame: Frame, full: str, shape: tuple, dtype, initializer, trainable: bool):
+    """Variable ``full``'s value in ``frame``: the stored one (its shape and dtype checked),
+    or in INIT mode a new initial value, stored."""
     store, other = (
         (frame.trainable, frame.non_trainable)
         if trainable
@@ -323,38 +350,33 @@ def get_variable(
         )
     if full in store:
         value = store[full]
-        if tuple(value.shape) != shape:
-            raise ValueError(
-                f"Trying to share variable {full}, but specified shape {shape} and found shape "
-                f"{tuple(value.shape)}."
-            )
-        if jnp.dtype(value.dtype) != dtype:
-            raise ValueError(
-                f"Trying to share variable {full}, but specified dtype {dtype.name} and found "
-                f"dtype {jnp.dtype(value.dtype).name}."
-            )
-    elif frame.kind == INIT:
+        _check_shared(full, value, shape, dtype)
+        return value
+    if frame.kind == INIT:
         value = _initial_value(frame, full, shape, dtype, initializer)
         store[full] = value
-    else:
+        return value
+    raise ValueError(
+        f"Variable {full} (shape {shape}) does not exist in the model's variables. It was "
+        "not created when the model was initialised: model_fn creates different variables "
+        "in different modes or calls. Create every variable on every call (in all modes) "
+        "so that training, evaluation and prediction share them."
+    )
+
+
+def _check_shared(full: str, value, shape: tuple, dtype) -> None:
+    """TF's "Trying to share variable" errors: a reused name asked with another shape or
+    dtype."""
+    if tuple(value.shape) != shape:
         raise ValueError(
-            f"Variable {full} (shape {shape}) does not exist in the model's variables. It was "
-            "not created when the model was initialised: model_fn creates different variables "
-            "in different modes or calls. Create every variable on every call (in all modes) "
-            "so that training, evaluation and prediction share them."
+            f"Trying to share variable {full}, but specified shape {shape} and found shape "
+            f"{tuple(value.shape)}."
         )
-    first_use = full not in frame.used
-    frame.used.add(full)
-    if full in frame.assigned:
-        value = frame.assigned[full]
-    if regularizer is not None and first_use:
-        # Once per variable and model_fn call: TF adds the loss when the variable is created,
-        # not again when it is reused; a regularizer returning None adds nothing, as TF's.
-        loss = regularizer(value)
-        if loss is not None:
-            frame.regularization.append(loss)
-    frame.by_id[id(value)] = full
-    return value
+    if jnp.dtype(value.dtype) != dtype:
+        raise ValueError(
+            f"Trying to share variable {full}, but specified dtype {dtype.name} and found "
+            f"dtype {jnp.dtype(value.dtype).name}."
+        )
 
 
 def assign(ref: str | jax.Array, value: jax.typing.ArrayLike) -> jax.Array:
