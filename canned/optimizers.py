@@ -228,40 +228,51 @@ def get_optimizer_instance(
         equivalent call here). TF raises ``ValueError`` for these.
     """
     if isinstance(opt, str):
-        if opt in _FACTORIES:
-            if learning_rate is None:
-                learning_rate = _DEFAULT_LEARNING_RATE[opt]
-            return _FACTORIES[opt](learning_rate)
-        message = f"Unsupported optimizer name: {opt}. Supported names are: {_SUPPORTED_NAMES}"
-        matches = [n for n in _SUPPORTED_NAMES if n.lower() == opt.lower()]
-        if matches:
-            message += f". Names are case-sensitive: did you mean {matches[0]!r}?"
-        raise ValueError(message)
+        return _by_name(opt, learning_rate)
     if isinstance(opt, GradientTransformation):
         return opt
     if _is_tf_optimizer(opt):
         raise _tf_optimizer_error(opt)
     if callable(opt):
-        try:
-            inspect.signature(opt).bind()
-        except TypeError:
-            raise TypeError(
-                f"The optimizer callable {opt!r} cannot be called without arguments, and "
-                f"canned estimators call it with none. Pass {_ACCEPTED}; e.g. "
-                "functools.partial(optax.adam, learning_rate=1e-3) instead of optax.adam."
-            ) from None
-        except ValueError:  # No signature available (some builtins): just try the call.
-            pass
-        result = opt()
-        if isinstance(result, GradientTransformation):
-            return result
-        if _is_tf_optimizer(result):
-            raise _tf_optimizer_error(result)
-        raise TypeError(
-            f"The optimizer callable {opt!r} returned {result!r} (type "
-            f"{type(result).__name__}); expected an optax.GradientTransformation."
-        )
+        return _from_callable(opt)
     raise TypeError(
         f"The given object is not an optax.GradientTransformation instance. Given: {opt!r} "
         f"(type {type(opt).__name__}). Pass {_ACCEPTED}."
+    )
+
+
+def _by_name(opt: str, learning_rate: ScalarOrSchedule | None) -> GradientTransformation:
+    """The transformation named ``opt``, at the Keras class's default learning rate when
+    ``learning_rate`` is None; TF's error for another name (with a hint on its case)."""
+    if opt in _FACTORIES:
+        if learning_rate is None:
+            learning_rate = _DEFAULT_LEARNING_RATE[opt]
+        return _FACTORIES[opt](learning_rate)
+    message = f"Unsupported optimizer name: {opt}. Supported names are: {_SUPPORTED_NAMES}"
+    matches = [n for n in _SUPPORTED_NAMES if n.lower() == opt.lower()]
+    if matches:
+        message += f". Names are case-sensitive: did you mean {matches[0]!r}?"
+    raise ValueError(message)
+
+
+def _from_callable(opt: Callable) -> GradientTransformation:
+    """``opt()``, checked to take no arguments and to return a transformation."""
+    try:
+        inspect.signature(opt).bind()
+    except TypeError:
+        raise TypeError(
+            f"The optimizer callable {opt!r} cannot be called without arguments, and "
+            f"canned estimators call it with none. Pass {_ACCEPTED}; e.g. "
+            "functools.partial(optax.adam, learning_rate=1e-3) instead of optax.adam."
+        ) from None
+    except ValueError:  # No signature available (some builtins): just try the call.
+        pass
+    result = opt()
+    if isinstance(result, GradientTransformation):
+        return result
+    if _is_tf_optimizer(result):
+        raise _tf_optimizer_error(result)
+    raise TypeError(
+        f"The optimizer callable {opt!r} returned {result!r} (type "
+        f"{type(result).__name__}); expected an optax.GradientTransformation."
     )
