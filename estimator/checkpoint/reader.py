@@ -324,41 +324,61 @@ def restore(path: str, abstract_state, *, with_opt_state: bool) -> tuple[dict, d
 
 def _restore(path, where, abstract_state, target, meta, with_opt_state):
     """:func:`restore` reading from ``where`` (``path`` itself or a local copy of it)."""
-    restored = {}
-    if target:
-        try:
-            restored = _pytree_checkpointer().restore(
-                fs.join(where, "variables"),
-                args=ocp.args.PyTreeRestore(
-                    item=target, restore_args=_restore_args(target), partial_restore=True
-                ),
-            )
-        except Exception as err:  # orbax and TensorStore raise many types for damage
-            raise _corrupt(path, "variables", err) from None
-        _verify(path, "variables", restored, meta)
+    restored = _restore_variables(path, where, target, meta)
+    trainable, non_trainable = restored.get("trainable", {}), restored.get("non_trainable", {})
     if not with_opt_state:
-        return restored.get("trainable", {}), restored.get("non_trainable", {}), None
+        return trainable, non_trainable, None
+    opt_state = _restore_opt_state(path, where, abstract_state.opt_state, meta)
+    return trainable, non_trainable, opt_state
+
+
+def _restore_variables(path, where, target, meta) -> dict:
+    """The ``target`` groups of variables, checked against their checksums."""
+    if not target:
+        return {}
+    try:
+        restored = _pytree_checkpointer().restore(
+            fs.join(where, "variables"),
+            args=ocp.args.PyTreeRestore(
+                item=target, restore_args=_restore_args(target), partial_restore=True
+            ),
+        )
+    except Exception as err:  # orbax and TensorStore raise many types for damage
+        raise _corrupt(path, "variables", err) from None
+    _verify(path, "variables", restored, meta)
+    return restored
+
+
+def _restore_opt_state(path, where, abstract, meta):
+    """The optimizer state in the saved form, after checking that ``train_op``'s state
+    (``abstract``) is the one the checkpoint recorded; ``{}`` for an empty state."""
     opt_path = fs.join(where, "opt_state")
     has_item = fs.isdir(opt_path)  # one look (a remote stat on a storage URL)
     saved = has_item or "opt_state" in meta  # an empty state has no item
     records = _records(path, meta)
     if saved and records is not None:
-        differences = _opt_state_differences(abstract_state.opt_state, records)
+        differences = _opt_state_differences(abstract, records)
         if differences:
             raise _optimizer_changed(path, differences)
-    if not jax.tree.leaves(abstract_state.opt_state) and not has_item:
-        return restored.get("trainable", {}), restored.get("non_trainable", {}), {}
+    if not jax.tree.leaves(abstract) and not has_item:
+        return {}
     if not has_item:
         raise ValueError(
             f"The checkpoint {path} has no optimizer state; it cannot resume training. "
             "Warm-start a new model_dir from it instead (warm_start_from=...)."
         )
+    return _restore_opt_state_item(path, opt_path, abstract, meta)
+
+
+def _restore_opt_state_item(path, opt_path, abstract, meta):
+    """The ``opt_state`` item at ``opt_path`` in the saved form, read in the structure orbax
+    recorded and checked against its checksums."""
     try:
         # The handler's own call: it raises for a damaged file (the checkpointer's logs it).
         recorded = ocp.StandardCheckpointHandler().metadata(epath.Path(opt_path)).tree
     except Exception as err:  # orbax and TensorStore raise many types for damage
         raise _corrupt(path, "opt_state", err) from None
-    target = _as_recorded(path, recorded, abstract_state.opt_state)
+    target = _as_recorded(path, recorded, abstract)
     opt_state = {}
     if jax.tree.leaves(target):
         try:
@@ -366,11 +386,7 @@ def _restore(path, where, abstract_state, target, meta, with_opt_state):
         except Exception as err:  # orbax and TensorStore raise many types for damage
             raise _corrupt(path, "opt_state", err) from None
         _verify(path, "opt_state", opt_state, meta)
-    return (
-        restored.get("trainable", {}),
-        restored.get("non_trainable", {}),
-        tree_form.saved_form(opt_state),
-    )
+    return tree_form.saved_form(opt_state)
 
 
 def _as_recorded(path: str, recorded, abstract):
