@@ -159,6 +159,38 @@ def _validate(config: RunConfig) -> None:
             )
 
 
+def _replacements(kwargs: dict) -> dict:
+    """``RunConfig.replace``'s arguments by attribute name, in their stored form; TF's error
+    for a property that cannot be replaced."""
+    allowed = _DEFAULT_REPLACEABLE_LIST + _EXTRA_REPLACEABLE
+    for key in kwargs:
+        if key not in allowed:
+            raise ValueError(
+                f"Replacing {key} is not supported. Allowed properties are "
+                f"{_DEFAULT_REPLACEABLE_LIST}."
+            )
+    if "random_seed" in kwargs:
+        kwargs["tf_random_seed"] = kwargs.pop("random_seed")
+    if "dtype_policy" in kwargs:
+        kwargs["dtype_policy"] = _dtype_policy.get(kwargs["dtype_policy"])
+    if "save_checkpoint_on_preemption" in kwargs:
+        kwargs["save_checkpoint_on_preemption"] = bool(kwargs["save_checkpoint_on_preemption"])
+    return kwargs
+
+
+def _one_save_trigger(config: RunConfig, replaced: dict) -> None:
+    """TF's rule: replacing one of ``save_checkpoints_steps`` / ``save_checkpoints_secs``
+    with a value clears the other; replacing both with values is an error."""
+    steps, secs = config._save_checkpoints_steps, config._save_checkpoints_secs
+    if "save_checkpoints_steps" in replaced and "save_checkpoints_secs" in replaced:
+        if steps is not None and secs is not None:
+            raise ValueError(_SAVE_CKPT_ERR)
+    elif "save_checkpoints_steps" in replaced and steps is not None:
+        object.__setattr__(config, "_save_checkpoints_secs", None)
+    elif "save_checkpoints_secs" in replaced and secs is not None:
+        object.__setattr__(config, "_save_checkpoints_steps", None)
+
+
 def _model_dir(tf_config: dict, model_dir) -> str | None:
     """TF's ``_get_model_dir``: ``model_dir`` argument or ``TF_CONFIG['model_dir']``."""
     if model_dir is not None:
@@ -417,34 +449,13 @@ class RunConfig:
           ValueError: "Replacing X is not supported. Allowed properties are [...]." for
             other names, and the constructor's validation errors.
         """
-        allowed = _DEFAULT_REPLACEABLE_LIST + _EXTRA_REPLACEABLE
-        for key in kwargs:
-            if key not in allowed:
-                raise ValueError(
-                    f"Replacing {key} is not supported. Allowed properties are "
-                    f"{_DEFAULT_REPLACEABLE_LIST}."
-                )
-        if "random_seed" in kwargs:
-            kwargs["tf_random_seed"] = kwargs.pop("random_seed")
-        if "dtype_policy" in kwargs:
-            kwargs["dtype_policy"] = _dtype_policy.get(kwargs["dtype_policy"])
+        kwargs = _replacements(kwargs)
         # TF deep-copies: a subclass, overridden task properties and an evaluator's cluster
         # survive (TF_CONFIG is not read again). Devices are not copied: the mesh is shared.
         new = copy.deepcopy(self, {id(self._mesh): self._mesh})
         for key, value in kwargs.items():
             object.__setattr__(new, "_" + key, value)
-        steps, secs = new._save_checkpoints_steps, new._save_checkpoints_secs
-        if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" in kwargs:
-            if steps is not None and secs is not None:
-                raise ValueError(_SAVE_CKPT_ERR)
-        elif "save_checkpoints_steps" in kwargs and steps is not None:
-            object.__setattr__(new, "_save_checkpoints_secs", None)
-        elif "save_checkpoints_secs" in kwargs and secs is not None:
-            object.__setattr__(new, "_save_checkpoints_steps", None)
-        if "save_checkpoint_on_preemption" in kwargs:
-            object.__setattr__(
-                new, "_save_checkpoint_on_preemption", bool(kwargs["save_checkpoint_on_preemption"])
-            )
+        _one_save_trigger(new, kwargs)
         _validate(new)
         return new
 
