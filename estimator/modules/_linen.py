@@ -73,46 +73,19 @@ def linen(module: Any, *inputs: Any, name: str | None = None, **apply_kwargs: An
     nn = _common.require("flax.linen", "flax", "linen")
     traverse = _common.require("flax.traverse_util", "flax", "linen")
     frame = _common.model_frame("linen")
-    if not isinstance(module, nn.Module):
-        raise TypeError(
-            "estimator.modules.linen(module, ...) takes a flax.linen.Module such as "
-            f"nn.Dense(10); got {type(module).__name__}. For an nnx.Module use "
-            "estimator.modules.nnx(lambda rngs: ..., ...)."
-        )
-    if "mutable" in apply_kwargs:
-        raise TypeError(
-            "estimator.modules.linen(..., mutable=...): the adapter decides what is mutable "
-            "(every collection but 'params' in TRAIN mode, nothing otherwise). Remove "
-            "mutable=."
-        )
+    _check_call(nn, module, apply_kwargs)
     kwargs = dict(apply_kwargs)
     streams = dict(kwargs.pop("rngs", None) or {})
     training = _common.training(frame)
     _add_training_flag(module, kwargs, training)
 
-    def init_rngs(key):
-        rngs = {"params": jax.random.fold_in(key, 0), "dropout": jax.random.fold_in(key, 1)}
-        for stream in streams:
-            rngs[stream] = jax.random.fold_in(key, zlib.crc32(stream.encode()) >> 1)
-        return rngs
-
     def init(key, *xs):
-        variables = module.init(init_rngs(key), *xs, **kwargs)
+        variables = module.init(_init_rngs(key, streams), *xs, **kwargs)
         return {c: v for c, v in variables.items() if c not in _TRANSIENT}
 
     inputs = dtype_policy.autocast(inputs)
     abstract = jax.eval_shape(init, jax.random.key(0), *inputs)
-    flat = {c: traverse.flatten_dict(v, sep="/") for c, v in abstract.items()}
-    where = {}
-    for collection, values in flat.items():
-        for path in values:
-            if path in where:
-                raise ValueError(
-                    f"estimator.modules.linen: the collections {where[path]!r} and "
-                    f"{collection!r} both hold a variable {path!r}; they would share one "
-                    "Estimator variable. Rename one of them in the module."
-                )
-            where[path] = collection
+    flat = _flat_collections(traverse, abstract)
 
     def initial(key):
         variables = init(key, *inputs)
@@ -148,6 +121,48 @@ def linen(module: Any, *inputs: Any, name: str | None = None, **apply_kwargs: An
         }
     )
     return outputs
+
+
+def _check_call(nn, module, apply_kwargs: dict) -> None:
+    """Refuses a ``module`` that is not a Linen module, and ``mutable=``."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(
+            "estimator.modules.linen(module, ...) takes a flax.linen.Module such as "
+            f"nn.Dense(10); got {type(module).__name__}. For an nnx.Module use "
+            "estimator.modules.nnx(lambda rngs: ..., ...)."
+        )
+    if "mutable" in apply_kwargs:
+        raise TypeError(
+            "estimator.modules.linen(..., mutable=...): the adapter decides what is mutable "
+            "(every collection but 'params' in TRAIN mode, nothing otherwise). Remove "
+            "mutable=."
+        )
+
+
+def _init_rngs(key: jax.Array, streams: dict) -> dict[str, jax.Array]:
+    """``module.init``'s keys: ``"params"``, ``"dropout"`` and each stream of ``rngs=``,
+    folded from ``key``."""
+    rngs = {"params": jax.random.fold_in(key, 0), "dropout": jax.random.fold_in(key, 1)}
+    for stream in streams:
+        rngs[stream] = jax.random.fold_in(key, zlib.crc32(stream.encode()) >> 1)
+    return rngs
+
+
+def _flat_collections(traverse, variables: dict) -> dict[str, dict[str, Any]]:
+    """``{collection: {"a/b/kernel": value}}``; refuses two collections holding a variable
+    at the same path (they would be one Estimator variable)."""
+    flat = {c: traverse.flatten_dict(v, sep="/") for c, v in variables.items()}
+    where = {}
+    for collection, values in flat.items():
+        for path in values:
+            if path in where:
+                raise ValueError(
+                    f"estimator.modules.linen: the collections {where[path]!r} and "
+                    f"{collection!r} both hold a variable {path!r}; they would share one "
+                    "Estimator variable. Rename one of them in the module."
+                )
+            where[path] = collection
+    return flat
 
 
 def _add_training_flag(module, kwargs: dict, training: bool) -> None:
