@@ -43,6 +43,34 @@ def _check_non_negative(name: str, value: float) -> None:
         raise ValueError(f"`{name}` needs to be positive or zero. Received: {name}={value}.")
 
 
+def _check_learning_rate(learning_rate: ScalarOrSchedule) -> None:
+    # Ours: TF accepts a learning rate <= 0 and yields NaN/inf weights (a schedule is not
+    # checked).
+    if not callable(learning_rate) and isinstance(learning_rate, int | float):
+        if not learning_rate > 0.0:
+            raise ValueError(
+                f"`learning_rate` needs to be positive. Received: learning_rate={learning_rate}. "
+                "FTRL divides by the learning rate; pass a value > 0 (TF 2.15's "
+                "LinearClassifier uses 0.2)."
+            )
+
+
+def _check_learning_rate_power(learning_rate_power: float) -> None:
+    # Message text of TF 2.15's `tf.keras.optimizers.legacy.Ftrl.__init__`.
+    if learning_rate_power > 0.0:
+        raise ValueError(
+            "`learning_rate_power` needs to be negative or zero. "
+            f"Received: learning_rate_power={learning_rate_power}."
+        )
+
+
+def _power(n: jax.Array, learning_rate_power: float) -> jax.Array:
+    """:math:`n^{-p}`; with ``sqrt`` for :math:`p = -0.5`, as TF's kernel special-cases it."""
+    if learning_rate_power == -0.5:
+        return jnp.sqrt(n)
+    return jnp.power(n, -learning_rate_power)
+
+
 def ftrl(
     learning_rate: ScalarOrSchedule,
     *,
@@ -154,30 +182,15 @@ def ftrl(
       McMahan et al., `Ad Click Prediction: a View from the Trenches
       <https://research.google.com/pubs/archive/41159.pdf>`_, KDD 2013 (Algorithm 1).
     """
-    if not callable(learning_rate) and isinstance(learning_rate, int | float):
-        if not learning_rate > 0.0:
-            raise ValueError(
-                f"`learning_rate` needs to be positive. Received: learning_rate={learning_rate}. "
-                "FTRL divides by the learning rate; pass a value > 0 (TF 2.15's "
-                "LinearClassifier uses 0.2)."
-            )
+    _check_learning_rate(learning_rate)
     _check_non_negative("initial_accumulator_value", initial_accumulator_value)
-    if learning_rate_power > 0.0:
-        raise ValueError(
-            "`learning_rate_power` needs to be negative or zero. "
-            f"Received: learning_rate_power={learning_rate_power}."
-        )
+    _check_learning_rate_power(learning_rate_power)
     _check_non_negative("l1_regularization_strength", l1_regularization_strength)
     _check_non_negative("l2_regularization_strength", l2_regularization_strength)
     _check_non_negative(
         "l2_shrinkage_regularization_strength", l2_shrinkage_regularization_strength
     )
     _check_non_negative("beta", beta)
-
-    use_sqrt = learning_rate_power == -0.5  # TF's kernel special-cases this with sqrt.
-
-    def power(n):
-        return jnp.sqrt(n) if use_sqrt else jnp.power(n, -learning_rate_power)
 
     def init_fn(params):
         return FtrlState(
@@ -199,13 +212,14 @@ def ftrl(
             alpha = jnp.asarray(lr, w.dtype)
             if l2_shrinkage_regularization_strength > 0.0:  # ApplyFtrlV2; else ApplyFtrl.
                 g = g + 2.0 * l2_shrinkage_regularization_strength * w
-            return z + g - (power(new_n) - power(n)) / alpha * w
+            sigma = (_power(new_n, learning_rate_power) - _power(n, learning_rate_power)) / alpha
+            return z + g - sigma * w
 
         def new_weight(w, new_n, new_z):
             alpha = jnp.asarray(lr, w.dtype)
             l2 = l2_regularization_strength + beta / (2.0 * alpha)  # Keras folds beta in here.
             numerator = l1_regularization_strength * jnp.sign(new_z) - new_z
-            denominator = power(new_n) / alpha + 2.0 * l2
+            denominator = _power(new_n, learning_rate_power) / alpha + 2.0 * l2
             return jnp.where(
                 jnp.abs(new_z) > l1_regularization_strength,
                 numerator / denominator,
