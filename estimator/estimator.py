@@ -30,8 +30,10 @@ from estimator.config.run_config import RunConfig, config_with_model_dir
 from estimator.engine.interrupt import SignalGuard
 from estimator.engine.runtime import Runtime
 from estimator.export import _writer
+from estimator.handlers.events import check_hooks
+from estimator.handlers.metric import MetricHandler
 from estimator.hooks import progress as progress_lib
-from estimator.hooks.checks import check_hooks, check_listeners
+from estimator.hooks.checks import check_listeners
 from estimator.hooks.early_stopping import Evaluations
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction, verify_model_fn_args
@@ -282,6 +284,12 @@ class Estimator:
         progress = progress_lib.default_hook(hooks, num_steps=steps, last_step=max_steps)
         if progress is not None:
             hooks.append(progress)
+        if self._config.train_metrics_steps and not any(
+            isinstance(h, MetricHandler) for h in hooks
+        ):
+            # Every process reads and resets its copy of the metrics at the same steps; the
+            # chief logs and writes them (RunConfig.train_metrics_steps).
+            hooks.append(MetricHandler(batch_period=self._config.train_metrics_steps))
         loss = self._runtime.train(input_fn, hooks, saving_listeners, latest)
         logger.info("Loss for final step: %s.", loss)
 

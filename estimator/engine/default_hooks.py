@@ -5,9 +5,8 @@ chief hooks first (a ``CheckpointSaverHook`` on the ``RunConfig`` schedule unles
 given, ``EstimatorSpec.training_chief_hooks``, a ``StepCounterHook`` and a
 ``SummarySaverHook``), then the worker hooks (the caller's hooks, a ``NanTensorHook``, a
 ``LoggingTensorHook`` of loss and step every ``log_step_count_steps``, then
-``EstimatorSpec.training_hooks``). Beyond TF: a ``MetricHandler`` reporting the training
-metrics every ``RunConfig.train_metrics_steps`` (the loop then orders the list by
-priority: ``estimator.handlers.order``).
+``EstimatorSpec.training_hooks``). The loop then orders the list by priority
+(``estimator.handlers.events.Dispatcher``): TF's hooks keep this order.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from collections.abc import Callable
 
 from estimator import hooks as hooks_lib
 from estimator import keys
-from estimator.handlers.metric import MetricHandler
+from estimator.hooks.checkpoint_saver import savers_among
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.hooks.summary import make_summary_hook
 from estimator.hooks.timers import SyncedTimer
@@ -44,48 +43,10 @@ def default_training_hooks(
     Raises:
       ValueError: listeners without a checkpoint saver (TF's message).
     """
-    log_steps = config.log_step_count_steps
-    worker_hooks = list(hooks)
-    if config.train_metrics_steps and not any(isinstance(h, MetricHandler) for h in hooks):
-        # Every process reads and resets its copy of the metrics at the same steps; the
-        # chief logs and writes them (RunConfig.train_metrics_steps).
-        worker_hooks.append(MetricHandler(batch_period=config.train_metrics_steps))
-    # The NaN guard is in the step (after a non-finite loss no step changes anything); the
-    # hook raises as soon as any fetch or checkpoint save brings the record to the host,
-    # and checks it itself every log_step_count_steps (100 without logging) and at the end.
-    worker_hooks.append(hooks_lib.NanTensorHook(keys.LOSS, every_n_iter=log_steps or 100))
-    if log_steps and (chief or processes == 1):
-        worker_hooks.append(
-            hooks_lib.LoggingTensorHook(
-                {"loss": keys.LOSS, "step": keys.GLOBAL_STEP}, every_n_iter=log_steps
-            )
-        )
-    spec_hooks, spec_chief_hooks = list(info.hooks), list(info.chief_hooks)
-    worker_hooks.extend(spec_hooks)
-    chief_hooks: list[SessionRunHook] = []
-    existing = worker_hooks + spec_chief_hooks
-    collective_save = processes > 1
-    if config.save_checkpoints_secs or config.save_checkpoints_steps:
-        if not any(isinstance(h, hooks_lib.CheckpointSaverHook) for h in existing):
-            secs, steps = config.save_checkpoints_secs, config.save_checkpoints_steps
-            timer = hooks_lib.SecondOrStepTimer(every_secs=secs, every_steps=steps)
-            chief_hooks.append(
-                hooks_lib.CheckpointSaverHook(
-                    config.model_dir,
-                    save_secs=secs,
-                    save_steps=steps,
-                    # Non-chief workers of a TF-style cluster drop the hook below; they open
-                    # no checkpointer.
-                    saver=saver() if chief or collective_save else None,
-                    timer=SyncedTimer(timer, secs, log_steps or 100) if collective_save else None,
-                )
-            )
-    else:
-        logger.warning(
-            "Checkpoints are disabled (save_checkpoints_steps and save_checkpoints_secs are "
-            "None): the trained variables are not saved and later calls will not see them."
-        )
-    savers = [h for h in chief_hooks + existing if isinstance(h, hooks_lib.CheckpointSaverHook)]
+    worker_hooks = [*hooks, *_worker_hooks(config, log_loss=chief or processes == 1), *info.hooks]
+    existing = worker_hooks + list(info.chief_hooks)
+    chief_hooks = _saver_hook(config, existing, saver, chief, collective=processes > 1)
+    savers = savers_among(chief_hooks + existing)
     if saving_listeners:
         if not savers:
             raise ValueError(
@@ -94,17 +55,64 @@ def default_training_hooks(
             )
         for listener in saving_listeners:
             savers[0].add_listener(listener)
-    all_hooks = chief_hooks + spec_chief_hooks
-    if log_steps:
-        all_hooks.append(
-            hooks_lib.StepCounterHook(every_n_steps=log_steps, output_dir=config.model_dir)
-        )
-    if config.save_summary_steps:
-        all_hooks.append(make_summary_hook(config.model_dir, config.save_summary_steps))
     if not chief:
         # TF's MonitoredTrainingSession runs chief-only hooks (checkpoints, step counter,
         # summaries, EstimatorSpec.training_chief_hooks) on the chief alone; in a JAX
         # multi-process job every process takes part in the (collective) checkpoint save.
-        savers = [h for h in chief_hooks if isinstance(h, hooks_lib.CheckpointSaverHook)]
-        return (savers if collective_save else []) + worker_hooks
-    return all_hooks + worker_hooks
+        return (chief_hooks if processes > 1 else []) + worker_hooks
+    return chief_hooks + list(info.chief_hooks) + _chief_reporting(config) + worker_hooks
+
+
+def _worker_hooks(config, log_loss: bool) -> list[SessionRunHook]:
+    """The NaN guard, and the loss logging (``log_loss``): the hooks TF adds on every worker."""
+    log_steps = config.log_step_count_steps
+    # The NaN guard is in the step (after a non-finite loss no step changes anything); the
+    # hook raises as soon as any fetch or checkpoint save brings the record to the host,
+    # and checks it itself every log_step_count_steps (100 without logging) and at the end.
+    added = [hooks_lib.NanTensorHook(keys.LOSS, every_n_iter=log_steps or 100)]
+    if log_steps and log_loss:
+        added.append(
+            hooks_lib.LoggingTensorHook(
+                {"loss": keys.LOSS, "step": keys.GLOBAL_STEP}, every_n_iter=log_steps
+            )
+        )
+    return added
+
+
+def _saver_hook(config, existing, saver, chief: bool, collective: bool) -> list[SessionRunHook]:
+    """``[CheckpointSaverHook]`` on the ``RunConfig`` schedule, unless ``existing`` has a
+    saver or checkpoints are off (then ``[]``). In a multi-process job (``collective``)
+    time-based saves happen at steps every process agrees on (``SyncedTimer``)."""
+    secs, steps = config.save_checkpoints_secs, config.save_checkpoints_steps
+    if not (secs or steps):
+        logger.warning(
+            "Checkpoints are disabled (save_checkpoints_steps and save_checkpoints_secs are "
+            "None): the trained variables are not saved and later calls will not see them."
+        )
+        return []
+    if savers_among(existing):
+        return []
+    timer = hooks_lib.SecondOrStepTimer(every_secs=secs, every_steps=steps)
+    saver_hook = hooks_lib.CheckpointSaverHook(
+        config.model_dir,
+        save_secs=secs,
+        save_steps=steps,
+        # Non-chief workers of a TF-style cluster drop the hook; they open no checkpointer.
+        saver=saver() if chief or collective else None,
+        timer=SyncedTimer(timer, secs, config.log_step_count_steps or 100) if collective else None,
+    )
+    return [saver_hook]
+
+
+def _chief_reporting(config) -> list[SessionRunHook]:
+    """The chief's ``StepCounterHook`` and ``SummarySaverHook`` (when their intervals are set)."""
+    added: list[SessionRunHook] = []
+    if config.log_step_count_steps:
+        added.append(
+            hooks_lib.StepCounterHook(
+                every_n_steps=config.log_step_count_steps, output_dir=config.model_dir
+            )
+        )
+    if config.save_summary_steps:
+        added.append(make_summary_hook(config.model_dir, config.save_summary_steps))
+    return added

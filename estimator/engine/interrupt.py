@@ -115,6 +115,11 @@ class SignalGuard:
             " and saving a checkpoint" if signum == signal.SIGTERM else "",
         )
 
+    def stop_after(self, step: int) -> bool:
+        """Whether the loop stops after the step that made the global step ``step``: a
+        signal arrived."""
+        return self.signum is not None
+
     def raise_if_received(self) -> None:
         """Raises ``KeyboardInterrupt`` after a SIGINT, ``SystemExit(143)`` after a
         SIGTERM; nothing if no signal arrived."""

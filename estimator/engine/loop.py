@@ -5,9 +5,10 @@
 * :class:`TrainRunner`, :class:`EvalRunner`, :class:`PredictRunner` — run the steps of a
   mode; train and evaluation steps whose values no hook fetches are queued and run
   ``steps_per_execution`` at a time.
-* :func:`loop_steps` / :func:`run_loop` — the hook calls in TF's order around each step
-  (see ``estimator.hooks.session_run_hook``), and the event handlers' calls in the same
-  list (see ``estimator.handlers.events``, whose docstring has the loop as pseudo-code).
+* :func:`loop_steps` / :func:`run_loop` — the steps, with the call's hooks and handlers
+  called at fixed points through their ``estimator.handlers.events.Dispatcher`` (TF's hook
+  order, and the handlers' events in the same list: that module's docstring has the loop
+  as pseudo-code).
 """
 
 from __future__ import annotations
@@ -25,16 +26,7 @@ from estimator.engine.interrupt import SignalGuard
 from estimator.engine.lazy_outputs import LazyValue, StepOutputs
 from estimator.engine.session import Session, needs_device
 from estimator.engine.steps import TrainState
-from estimator.handlers.events import BatchBegin, BatchEnd, EpochBegin, EpochEnd, TrainEnd
-from estimator.hooks.session_run_hook import (
-    SessionRunArgs,
-    SessionRunContext,
-    SessionRunHook,
-    SessionRunValues,
-)
-
-_NO_RESULTS = SessionRunValues(None)
-_NO_ARGS = SessionRunArgs(None)
+from estimator.handlers.events import Dispatcher
 
 
 def _batch_shapes(batch) -> tuple:
@@ -172,206 +164,117 @@ class PredictRunner:
         pass
 
 
-class _Handlers:
-    """The event handlers among a loop's hooks, per event, in the list's order."""
-
-    def __init__(self, hooks: list, training: bool) -> None:
-        self.epoch_begin = [h for h in hooks if isinstance(h, EpochBegin)]
-        self.batch_begin = [h for h in hooks if isinstance(h, BatchBegin)]
-        self.batch_end = [h for h in hooks if isinstance(h, BatchEnd)]
-        self.epoch_end = [h for h in hooks if isinstance(h, EpochEnd)]
-        self.train_end = [h for h in hooks if isinstance(h, TrainEnd)] if training else []
-        # Epoch boundaries are looked for only when a handler wants them.
-        self.epochs = bool(self.epoch_begin or self.epoch_end)
-
-
-def _interleave(hooks: list, first: list, second: list) -> list:
-    """``[(hook, is_second)]``: the members of ``first`` and ``second`` (subsets of
-    ``hooks``) in ``hooks``' order; one in both comes twice, ``first`` first."""
-    in_first, in_second = {id(h) for h in first}, {id(h) for h in second}
-    calls = []
-    for hook in hooks:
-        if id(hook) in in_first:
-            calls.append((hook, False))
-        if id(hook) in in_second:
-            calls.append((hook, True))
-    return calls
-
-
-def _batch_end_kwargs(session, batch, step: int) -> dict:
-    outputs = StepOutputs(session, step)
+def _batch_end_kwargs(session, batch) -> dict:
+    """``batch_end``'s keyword arguments: the batch, and its step's values, lazily."""
+    outputs = StepOutputs(session, session.runner.steps_run + _queued(session))
     labels = batch[1] if len(batch) > 1 else None
     loss = LazyValue(outputs, keys.LOSS) if keys.LOSS in session.output_names else None
     return {"batch": batch, "label": labels, "outputs": outputs, "loss": loss}
-
-
-def loop_steps(
-    session: Session,
-    hooks: list[SessionRunHook],
-    prefetcher: Prefetcher,
-    *,
-    num_steps: int | None = None,
-    advances_global_step: bool = False,
-    guard: SignalGuard | None = None,
-) -> Iterator[int]:
-    """Runs steps with TF's hook protocol, and the event handlers' protocol, until a stop,
-    the end of input or ``num_steps``, yielding the number of steps run after each one.
-
-    ``hooks``' ``begin`` and ``after_create_session`` (and handlers' ``train_begin``) have
-    been called by the caller (the state is created between them); this calls
-    ``before_run``/``after_run`` around each step, the handlers' epoch and batch events, and
-    ``end`` (``train_end``) when the loop ends normally — see ``estimator.handlers.events``
-    for the order.
-
-    Args:
-      session: the :class:`Session`; its runner runs the steps.
-      hooks: hooks and handlers, in call order (``estimator.handlers.order``).
-      prefetcher: the batches (with ``epoch_ended()``: see ``estimator.engine.epochs``).
-      num_steps: at most this many steps (evaluation's ``steps``).
-      advances_global_step: training: the global step grows by one per step, and the
-        handlers' ``train_end`` is called.
-      guard: a :class:`~estimator.engine.interrupt.SignalGuard`; when it has received a signal
-        the loop stops after the step, without calling ``end`` (as an exception would).
-    """
-    count = 0
-    run = session.runner.run
-
-    # Hooks that keep SessionRunHook's empty before_run/after_run are not called for them
-    # (nothing observable changes; it keeps the per-step host work small).
-    def overrides(hook, name):
-        method = getattr(type(hook), name, None)  # None: a mock's method lives on the instance
-        return method is not getattr(SessionRunHook, name) or name in vars(hook)
-
-    before = [(i, h) for i, h in enumerate(hooks) if overrides(h, "before_run")]
-    after = [h for h in hooks if overrides(h, "after_run")]
-    after_indexed = [(i, h) for i, h in enumerate(hooks) if h in after]
-    handlers = _Handlers(hooks, advances_global_step)
-    if handlers.batch_begin:
-        before_calls = _interleave(hooks, [h for _, h in before], handlers.batch_begin)
-        index_of = {id(h): i for i, h in before}
-    if handlers.batch_end:
-        after_calls = _interleave(hooks, after, handlers.batch_end)
-        after_index = {id(h): i for i, h in after_indexed}
-    epoch_open = False
-    stopped = False
-    prefetcher.fill()
-    while num_steps is None or count < num_steps:
-        if not epoch_open and (handlers.epochs or handlers.batch_begin):
-            try:
-                prefetcher.peek()  # an epoch (or a batch) begins only when a batch follows
-            except StopIteration:
-                break
-            if handlers.epochs:
-                for handler in handlers.epoch_begin:
-                    handler.epoch_begin(session)
-                epoch_open = True
-        context = SessionRunContext(_NO_ARGS, session)
-        requests = None
-        if handlers.batch_begin:
-            batch = prefetcher.peek()
-            for hook, is_handler in before_calls:
-                if is_handler:
-                    hook.batch_begin(session, batch=batch)
-                    continue
-                args = _before_run(hook, context)
-                if args is not None:
-                    requests = requests if requests is not None else {}
-                    requests[index_of[id(hook)]] = args.fetches
-        else:
-            for index, hook in before:
-                args = _before_run(hook, context)
-                if args is not None:
-                    if requests is None:
-                        requests = {}
-                    requests[index] = args.fetches
-        try:
-            batch = prefetcher.pop()
-        except StopIteration:
-            break
-        step_before = session.global_step
-        # Fast path for the usual per-step request, the host-known global step alone
-        # (StopAtStepHook): no device value, no traversal of nested fetches.
-        only_step = requests is not None and all(
-            f is keys.GLOBAL_STEP or f == keys.GLOBAL_STEP for f in requests.values()
-        )
-        run(batch, requests is not None and not only_step and needs_device(requests))
-        prefetcher.fill()
-        if advances_global_step:
-            session.global_step = step_before + 1
-        count += 1
-        ended = handlers.epochs and prefetcher.epoch_ended()
-        results = {}
-        if requests:
-            if only_step:
-                value = np.int64(step_before)
-                results = dict.fromkeys(requests, value)
-            else:
-                results = session.run(requests, step=step_before)
-        if handlers.batch_end:
-            kwargs = _batch_end_kwargs(session, batch, session.runner.steps_run + _queued(session))
-            for hook, is_handler in after_calls:
-                if is_handler:
-                    stopped = bool(hook.batch_end(session, **kwargs)) or stopped
-                    continue
-                index = after_index[id(hook)]
-                values = SessionRunValues(results[index]) if index in results else _NO_RESULTS
-                hook.after_run(context, values)
-        elif requests:
-            for index, hook in after_indexed:
-                values = SessionRunValues(results[index]) if index in results else _NO_RESULTS
-                hook.after_run(context, values)
-        else:
-            for hook in after:
-                hook.after_run(context, _NO_RESULTS)
-        stopping = stopped or context.stop_requested
-        last = stopping or (num_steps is not None and count >= num_steps)
-        if epoch_open and (ended or last):
-            for handler in handlers.epoch_end:  # an epoch a stop cut short ends here too
-                stopped = bool(handler.epoch_end(session)) or stopped
-            session.epoch += 1
-            epoch_open = False
-        yield count
-        if stopped or context.stop_requested:
-            break
-        if guard is not None and guard.signum is not None:
-            session.runner.flush()
-            return
-    session.runner.flush()
-    train_end = {id(h) for h in handlers.train_end}
-    for hook in hooks:
-        hook.end(session)
-        if id(hook) in train_end:
-            hook.train_end(session)
 
 
 def _queued(session) -> int:
     return len(getattr(session.runner, "_pending", ()))
 
 
-def _before_run(hook, context):
-    args = hook.before_run(context)
-    if args is None:
-        return None
-    if not isinstance(args, SessionRunArgs):
-        raise TypeError(
-            f"{type(hook).__name__}.before_run returned {args!r}; expected None or "
-            "a SessionRunArgs. (A mock hook: MagicMock(wraps=SessionRunHook(), "
-            "spec=SessionRunHook) returns None, as TF's own tests use it.)"
-        )
-    if args.feed_dict:
-        raise ValueError(
-            f"{type(hook).__name__}.before_run returned a feed_dict; feeding values "
-            "into a step is not supported (there is no graph to feed)."
-        )
-    return args
+_NOTHING: dict = {}  # the values of a step nobody fetched from (never written to)
 
 
-def run_loop(
-    session: Session, hooks: list[SessionRunHook], prefetcher: Prefetcher, **kwargs
-) -> int:
+def _run_step(session, prefetcher, batch, requests: dict | None, advances: bool) -> dict:
+    """Runs the step on ``batch`` and refills the input; returns the requested values of
+    the step (``{index: value}``: see ``Dispatcher.before_run``)."""
+    step_before = session.global_step
+    # Fast path for the usual per-step request, the host-known global step alone
+    # (StopAtStepHook): no device value, no traversal of nested fetches.
+    only_step = requests is not None and all(
+        f is keys.GLOBAL_STEP or f == keys.GLOBAL_STEP for f in requests.values()
+    )
+    session.runner.run(batch, requests is not None and not only_step and needs_device(requests))
+    prefetcher.fill()
+    if advances:
+        session.global_step = step_before + 1
+    if not requests:
+        return _NOTHING
+    if only_step:
+        return dict.fromkeys(requests, np.int64(step_before))
+    return session.run(requests, step=step_before)
+
+
+def _batch_follows(session, events: Dispatcher, prefetcher) -> bool:
+    """Whether a batch follows, looked at only when a handler must know before the step:
+    an epoch begins (its ``epoch_begin`` is called here), or a ``batch_begin`` wants it."""
+    if events.epoch_open or not (events.epochs or events.sees_batch):
+        return True
+    try:
+        prefetcher.peek()  # an epoch (or a batch) begins only when a batch follows
+    except StopIteration:
+        return False
+    events.epoch_begin(session)
+    return True
+
+
+def _close_epoch(session, events: Dispatcher, prefetcher, last: bool) -> None:
+    """Ends the open epoch after its last batch, or after the loop's last step (``last``:
+    ``num_steps`` reached; or a stop: an epoch a stop cut short ends too)."""
+    if events.epoch_open and (last or events.stop_requested or prefetcher.epoch_ended()):
+        events.epoch_end(session)
+
+
+def loop_steps(
+    session: Session,
+    events: Dispatcher,
+    prefetcher: Prefetcher,
+    *,
+    num_steps: int | None = None,
+    advances_global_step: bool = False,
+    guard: SignalGuard | None = None,
+) -> Iterator[int]:
+    """Runs steps until a stop, the end of input or ``num_steps``, calling the hooks and
+    handlers at their points (TF's hook order and the handlers' events: the pseudo-code of
+    ``estimator.handlers.events``), and yields the number of steps run after each one.
+
+    ``events.begin()`` and ``events.after_create_session(session)`` have been called by
+    the caller (the state is created between them); this makes the per-step calls and,
+    when the loop ends normally, ``events.end(session)``.
+
+    Args:
+      session: the :class:`Session`; its runner runs the steps.
+      events: the call's hooks and handlers (``estimator.handlers.events.Dispatcher``).
+      prefetcher: the batches (with ``epoch_ended()``: see ``estimator.engine.epochs``).
+      num_steps: at most this many steps (evaluation's ``steps``).
+      advances_global_step: training: the global step grows by one per step.
+      guard: a :class:`~estimator.engine.interrupt.SignalGuard`; when it asks for a stop
+        (a signal; in a multi-process job, the step the job agreed to stop at) the loop
+        stops after the step without calling ``end`` (as an exception would).
+    """
+    count = 0
+    prefetcher.fill()
+    while num_steps is None or count < num_steps:
+        if not _batch_follows(session, events, prefetcher):
+            break
+        requests = events.before_run(session, prefetcher.peek() if events.sees_batch else None)
+        try:
+            batch = prefetcher.pop()
+        except StopIteration:
+            break
+        results = _run_step(session, prefetcher, batch, requests, advances_global_step)
+        count += 1
+        kwargs = _batch_end_kwargs(session, batch) if events.sees_batch_end else None
+        events.after_run(results, kwargs)
+        _close_epoch(session, events, prefetcher, count == num_steps)
+        yield count
+        if events.stop_requested:
+            break
+        if guard is not None and guard.stop_after(session.global_step):
+            session.runner.flush()
+            return
+    session.runner.flush()
+    events.end(session)
+
+
+def run_loop(session: Session, events: Dispatcher, prefetcher: Prefetcher, **kwargs) -> int:
     """:func:`loop_steps` to the end; returns the number of steps run."""
     count = 0
-    for count in loop_steps(session, hooks, prefetcher, **kwargs):  # noqa: B007
+    for count in loop_steps(session, events, prefetcher, **kwargs):  # noqa: B007
         pass
     return count
 

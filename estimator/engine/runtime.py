@@ -49,8 +49,8 @@ from estimator.engine.session import Session
 from estimator.engine.state import StateSource
 from estimator.engine.steps import TRAIN_METRICS, TrainState
 from estimator.events.eval_history import write_eval_results
-from estimator.handlers.events import TrainBegin, check_handler, order
-from estimator.handlers.stopping import StoppingHandler
+from estimator.handlers.events import Dispatcher
+from estimator.hooks.basic import steps_bound
 from estimator.io import fs
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
@@ -60,6 +60,8 @@ from estimator.model.strings import to_host
 __all__ = ["Runtime"]
 
 logger = logging.getLogger("estimator")
+
+_NO_STEPS = "Training with estimator made no steps. Perhaps input is empty or misspecified."
 
 
 def _few_batches(prefetcher, steps: int | None = None) -> bool:
@@ -74,15 +76,7 @@ def _most_steps(hooks, latest: str | None) -> int | None:
     """The most steps a ``train()`` call from checkpoint ``latest`` runs, as its
     ``StopAtStepHook``s say (None: none bounds it; the input's end or another hook may stop
     it sooner)."""
-    start = ckpt.checkpoint_step(latest) if latest else 0  # from its name: no read
-    return min(
-        (
-            hook.num_steps if hook.last_step is None else hook.last_step - start
-            for hook in hooks
-            if isinstance(hook, hooks_lib.StopAtStepHook)
-        ),
-        default=None,
-    )
+    return steps_bound(hooks, ckpt.checkpoint_step(latest) if latest else 0)  # no read
 
 
 class Runtime:
@@ -265,7 +259,7 @@ class Runtime:
         )
         compiler.precompile(abstract, self._last_batch(first, prefetcher.last_batch_size), plan)
 
-    def _session(self, mode: str, runner, state: TrainState, hooks, info) -> Session:
+    def _session(self, mode: str, runner, state: TrainState, events: Dispatcher, info) -> Session:
         """The session hooks see; calls their ``after_create_session`` (TF's order: after
         ``begin`` and after the state is created or restored), and in training the
         handlers' ``train_begin`` in the same pass over the list."""
@@ -280,18 +274,8 @@ class Runtime:
             evaluate=self.evaluate_live if training else None,
             save_checkpoint=self._save_live if training else None,
         )
-        for hook in hooks:
-            hook.after_create_session(session, None)
-            if training and isinstance(hook, TrainBegin):
-                hook.train_begin(session)
+        events.after_create_session(session)
         return session
-
-    def _ordered(self, hooks: list) -> list:
-        """The hooks and handlers in the loop's order (``estimator.handlers.order``), each
-        handler checked (those ``model_fn`` returned are attached only now)."""
-        for hook in hooks:
-            check_handler(hook)
-        return order(hooks)
 
     def _save_live(self, session: Session) -> str:
         """``session.save_checkpoint()``: the state now, as the Estimator's checkpoint."""
@@ -325,6 +309,16 @@ class Runtime:
         prefetcher.warm()  # the input's host phase, while XLA compiles
         return abstract, acc, plan, compiler.prepare_run(*leading, *first, plan=plan)
 
+    def _prepared_training(self, compiler, prefetcher, first, latest, metrics, most) -> tuple:
+        """:meth:`_prepare_training`, retried once without the kept state's structure when
+        ``model_fn`` fails on it (``StateSource.retry_without_kept``)."""
+        try:
+            return self._prepare_training(compiler, prefetcher, first, latest, metrics, most)
+        except ValueError:
+            if not self.states.retry_without_kept(compiler, first):
+                raise
+            return self._prepare_training(compiler, prefetcher, first, latest, metrics, most)
+
     def train(self, input_fn, hooks, saving_listeners, latest: str | None) -> float | None:
         """Trains from checkpoint ``latest`` (or fresh/warm-started variables) until a hook
         stops or the input ends; returns the last step's loss (None without steps)."""
@@ -337,22 +331,12 @@ class Runtime:
         try:
             first = prefetcher.peek()
         except StopIteration:
-            logger.warning(
-                "Training with estimator made no steps. Perhaps input is empty or misspecified."
-            )
+            logger.warning(_NO_STEPS)
             return None
         self.model.check_labels(first[1])
-        most = _most_steps(hooks, latest)
-        try:
-            abstract, acc, plan, info = self._prepare_training(
-                compiler, prefetcher, first, latest, metrics, most
-            )
-        except ValueError:
-            if not self.states.retry_without_kept(compiler, first):
-                raise
-            abstract, acc, plan, info = self._prepare_training(
-                compiler, prefetcher, first, latest, metrics, most
-            )
+        abstract, acc, plan, info = self._prepared_training(
+            compiler, prefetcher, first, latest, metrics, _most_steps(hooks, latest)
+        )
         all_hooks = default_training_hooks(
             self.config,
             info,
@@ -362,21 +346,34 @@ class Runtime:
             chief=self.is_chief,
             processes=self.processes,
         )
-        all_hooks = self._ordered(all_hooks)
-        stopping = [h for h in all_hooks if isinstance(h, StoppingHandler)]
-        if stopping:  # more passes over the input while a StoppingHandler wants epochs
-            prefetcher = Passes(
-                prefetcher,
-                lambda: self._prefetcher(input_fn, ModeKeys.TRAIN),
-                lambda: any(h.wants_another_pass() for h in stopping),
-            )
-        for hook in all_hooks:
-            hook.begin()
+        events = Dispatcher(all_hooks, training=True)
+        if events.reads_passes:  # more passes over the input while a handler wants epochs
+            make = functools.partial(self._prefetcher, input_fn, ModeKeys.TRAIN)
+            prefetcher = Passes(prefetcher, make, events.another_pass)
+        events.begin()
         state = self.states.read(
             compiler, first, latest, training=True, abstract=abstract, train_op=info.train_op
         )
         runner = TrainRunner(compiler, state, plan, metrics=acc)
-        session = self._session(ModeKeys.TRAIN, runner, state, all_hooks, info)
+        session = self._session(ModeKeys.TRAIN, runner, state, events, info)
+        if self._train_loop(session, events, prefetcher) == 0:
+            logger.warning(_NO_STEPS)
+        saved = ckpt.latest_checkpoint(self.model_dir)
+        if saved is not None and ckpt.checkpoint_step(saved) == session.global_step:
+            self.states.keep(saved, runner.state)
+        loss = session.outputs.get(keys.LOSS)
+        return None if loss is None else float(loss)
+
+    def _train_loop(self, session: Session, events: Dispatcher, prefetcher) -> int:
+        """Runs the training loop and the saves its end calls for (SIGTERM, a non-finite
+        loss); returns the number of steps run.
+
+        Raises:
+          SystemExit: 143 after SIGTERM (``estimator.engine.interrupt``).
+          KeyboardInterrupt: after Ctrl-C, at a step boundary.
+          NanLossDuringTrainingError: from the ``NanTensorHook``, after saving the last
+            finite state.
+        """
         # A save is collective in a multi-process job: one process's SIGTERM can't save.
         guard = SignalGuard(
             sigterm=self.config.save_checkpoint_on_preemption and self.processes == 1
@@ -384,7 +381,7 @@ class Runtime:
         try:
             with guard:
                 count = run_loop(
-                    session, all_hooks, prefetcher, advances_global_step=True, guard=guard
+                    session, events, prefetcher, advances_global_step=True, guard=guard
                 )
             if guard.signum == signal.SIGTERM and self._checkpointer is not None:
                 step, state = session.checkpoint_state(session.global_step)
@@ -400,15 +397,7 @@ class Runtime:
             if self._checkpointer is not None:
                 self._checkpointer.wait()
         guard.raise_if_received()
-        if count == 0:
-            logger.warning(
-                "Training with estimator made no steps. Perhaps input is empty or misspecified."
-            )
-        saved = ckpt.latest_checkpoint(self.model_dir)
-        if saved is not None and ckpt.checkpoint_step(saved) == session.global_step:
-            self.states.keep(saved, runner.state)
-        loss = session.outputs.get(keys.LOSS)
-        return None if loss is None else float(loss)
+        return count
 
     # ----- evaluate ---------------------------------------------------------------------
     def evaluate(
@@ -460,14 +449,13 @@ class Runtime:
             state = self.states.read(compiler, first, path, training=False, abstract=abstract)
         finalize_metrics = compiler.finalizer(acc)
         info = compiler.prepare_run(state, acc, *first, plan=plan)
-        all_hooks = self._ordered(hooks + list(info.hooks))
+        events = Dispatcher(hooks + list(info.hooks))
         logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
-        for hook in all_hooks:
-            hook.begin()
+        events.begin()
         runner = EvalRunner(compiler, state, acc, plan)
-        session = self._session(ModeKeys.EVAL, runner, state, all_hooks, info)
+        session = self._session(ModeKeys.EVAL, runner, state, events, info)
         with SignalGuard(sigterm=False) as guard:
-            run_loop(session, all_hooks, prefetcher, num_steps=steps, guard=guard)
+            run_loop(session, events, prefetcher, num_steps=steps, guard=guard)
         guard.raise_if_received()
         runner.flush()
         return runner.accumulator, finalize_metrics, int(session.global_step)
@@ -530,14 +518,13 @@ class Runtime:
             state = self.states.read(compiler, first, path, training=False)
             info = compiler.prepare_run(state, *first, plan=plan)
         self._precompile_last_batch(compiler, (state,), first, prefetcher, plan)
-        all_hooks = self._ordered(hooks + list(info.hooks))
-        for hook in all_hooks:
-            hook.begin()
+        events = Dispatcher(hooks + list(info.hooks))
+        events.begin()
         runner = PredictRunner(compiler, state, predict_keys, plan)
         self.states.lend(runner)  # until this generator is done or dropped
-        session = self._session(ModeKeys.PREDICT, runner, state, all_hooks, info)
+        session = self._session(ModeKeys.PREDICT, runner, state, events, info)
         pending = runner.pending
-        for _ in loop_steps(session, all_hooks, prefetcher):
+        for _ in loop_steps(session, events, prefetcher):
             # One batch ahead: yield the previous batch's predictions while this one runs.
             while len(pending) > 1:
                 yield self._host(pending.pop(0), predict_keys)

@@ -10,7 +10,7 @@ import numpy as np
 from estimator import keys
 from estimator.engine.eval_results import host_value
 from estimator.engine.steps import TrainState
-from estimator.handlers.metric import TRAIN_PREFIX
+from estimator.handlers.events import TRAIN_PREFIX
 from estimator.mode_keys import ModeKeys
 from estimator.model.strings import to_host
 

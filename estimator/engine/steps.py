@@ -279,11 +279,7 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         dense, sparse.zero_deltas(tables, state.trainable)
     )
     loss, non_trainable, outputs, info, ids, batch_metrics, old_opt_state = aux
-    stats = None
-    if metrics:
-        if not batch_metrics:  # eval_metric_ops in EVAL mode only: run it so on this batch
-            batch_metrics = _run(model, ModeKeys.EVAL, state, features, labels)[0].eval_metric_ops
-        stats = _stats(batch_metrics, loss)
+    stats = _train_stats(model, state, features, labels, batch_metrics, loss) if metrics else None
     rows = sparse.gather(state.trainable, old_opt_state, delta_grads, ids) if tables else None
     params = dense if rows is None else {**dense, **rows.params}
     opt_state = old_opt_state if rows is None else rows.state
@@ -322,6 +318,14 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
             info.hooks, info.chief_hooks, info.output_names, info.train_op, tuple(sorted(tables))
         )
     return new_state, outputs, info, stats
+
+
+def _train_stats(model: ModelFunction, state: TrainState, features, labels, batch_metrics, loss):
+    """A train step's metric statistics: its ``eval_metric_ops`` (TRAIN mode's), or, from a
+    ``model_fn`` that returns them in EVAL mode only, an EVAL run's on the same batch."""
+    if not batch_metrics:
+        batch_metrics = _run(model, ModeKeys.EVAL, state, features, labels)[0].eval_metric_ops
+    return _stats(batch_metrics, loss)
 
 
 def _optimizer_state(train_op, state: TrainState):

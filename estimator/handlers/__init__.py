@@ -22,7 +22,8 @@ nothing of the model or the engine.
 
 * ``events`` — the protocol: ``TrainBegin``, ``EpochBegin``, ``BatchBegin``, ``BatchEnd``,
   ``EpochEnd``, ``TrainEnd``, the order (:func:`order`), the checks made when a handler is
-  attached; the module docstring is the loop as pseudo-code.
+  attached; the module docstring is the loop as pseudo-code, and its ``Dispatcher`` the
+  object the engine's loop calls (hooks and handlers in one list).
 * ``stopping`` — ``StoppingHandler``, ``EarlyStoppingHandler``.
 * ``metric`` — ``MetricHandler``: the training metrics (``RunConfig.train_metrics_steps``).
 * ``validation`` — ``ValidationHandler``: evaluation of the live state.
@@ -30,6 +31,7 @@ nothing of the model or the engine.
 """
 
 from estimator.handlers.checkpoint import CheckpointHandler as CheckpointHandler
+from estimator.handlers.events import TRAIN_PREFIX as TRAIN_PREFIX
 from estimator.handlers.events import BatchBegin as BatchBegin
 from estimator.handlers.events import BatchEnd as BatchEnd
 from estimator.handlers.events import EpochBegin as EpochBegin
@@ -40,7 +42,6 @@ from estimator.handlers.events import TrainEnd as TrainEnd
 from estimator.handlers.events import check_handler as check_handler
 from estimator.handlers.events import order as order
 from estimator.handlers.logging_handler import LoggingHandler as LoggingHandler
-from estimator.handlers.metric import TRAIN_PREFIX as TRAIN_PREFIX
 from estimator.handlers.metric import MetricHandler as MetricHandler
 from estimator.handlers.stopping import EarlyStoppingHandler as EarlyStoppingHandler
 from estimator.handlers.stopping import StoppingHandler as StoppingHandler

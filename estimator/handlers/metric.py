@@ -15,14 +15,18 @@ from collections.abc import Sequence
 import numpy as np
 
 from estimator.events.files import FLUSH_SECS, writer_for
-from estimator.handlers.events import BatchEnd, EpochBegin, EpochEnd, TrainBegin, TrainEnd
+from estimator.handlers.events import (
+    TRAIN_PREFIX,
+    BatchEnd,
+    EpochBegin,
+    EpochEnd,
+    TrainBegin,
+    TrainEnd,
+)
 
-__all__ = ["MetricHandler", "TRAIN_PREFIX", "format_values"]
+__all__ = ["MetricHandler", "format_values"]
 
 logger = logging.getLogger("estimator")
-
-#: Training metrics are ``session.logs[TRAIN_PREFIX + name]`` (and fetchable by that name).
-TRAIN_PREFIX = "train/"
 
 
 def format_values(values: dict) -> str:

@@ -15,7 +15,7 @@ or the engine.
   and the per-estimator channel through which evaluators announce evaluations to it.
 * ``progress``, ``profiler`` — a progress bar and a JAX profiler trace.
 * ``feed_fn`` — ``FeedFnHook``, TF's name, refused with the alternative (no feeds here).
-* ``checks`` — argument checks for hook and listener lists (internal).
+* ``checks`` — argument checks for listener lists (internal).
 
 Event handlers (``estimator.handlers``, Gluon's protocol) are hooks too and share the list
 and the loop.

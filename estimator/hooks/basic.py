@@ -29,6 +29,7 @@ __all__ = [
     "StepCounterHook",
     "FinalOpsHook",
     "GlobalStepWaiterHook",
+    "steps_bound",
 ]
 
 logger = logging.getLogger("estimator")
@@ -150,6 +151,20 @@ class StopAtStepHook(SessionRunHook):
         # value after the step), so nothing is requested and no step waits for the device.
         if run_context.session.global_step >= self._last_step:
             run_context.request_stop()
+
+
+def steps_bound(hooks, start: int) -> int | None:
+    """The most steps a loop starting at global step ``start`` runs, as the
+    ``StopAtStepHook``s among ``hooks`` say (None: none bounds it; the input's end
+    or another hook may stop it sooner)."""
+    return min(
+        (
+            hook.num_steps if hook.last_step is None else hook.last_step - start
+            for hook in hooks
+            if isinstance(hook, StopAtStepHook)
+        ),
+        default=None,
+    )
 
 
 class NanLossDuringTrainingError(RuntimeError):

@@ -9,7 +9,7 @@ from estimator.checkpoint import Checkpointer
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.hooks.timers import SecondOrStepTimer
 
-__all__ = ["CheckpointSaverHook", "CheckpointSaverListener"]
+__all__ = ["CheckpointSaverHook", "CheckpointSaverListener", "savers_among"]
 
 logger = logging.getLogger("estimator")
 
@@ -148,3 +148,9 @@ class CheckpointSaverHook(SessionRunHook):
                 )
                 should_stop = True
         return should_stop
+
+
+def savers_among(hooks) -> list[CheckpointSaverHook]:
+    """The ``CheckpointSaverHook``s among ``hooks``, in order: TF's Estimator adds
+    its own saver only when there is none, and attaches ``saving_listeners`` to the first."""
+    return [hook for hook in hooks if isinstance(hook, CheckpointSaverHook)]

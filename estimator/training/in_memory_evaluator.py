@@ -30,7 +30,7 @@ from typing import Any
 
 from estimator import distribute
 from estimator.estimator import Estimator
-from estimator.hooks.checks import check_hooks
+from estimator.handlers.events import check_hooks
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.hooks.timers import SecondOrStepTimer
 

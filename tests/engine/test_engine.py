@@ -17,6 +17,7 @@ from estimator.engine.input_pipeline import Prefetcher
 from estimator.engine.loop import run_loop
 from estimator.engine.session import Session
 from estimator.engine.steps import StepInfo, bind, train_step
+from estimator.handlers.events import Dispatcher
 from estimator.mode_keys import ModeKeys
 from estimator.model import ModelFunction
 
@@ -88,12 +89,11 @@ class Recorder(est.SessionRunHook):
 def _loop(hooks, clock, n_batches=20):
     runner = FakeRunner(clock)
     session = Session(ModeKeys.TRAIN, "/nowhere", runner, 0, ("loss",))
-    for hook in hooks:
-        hook.begin()
-    for hook in hooks:
-        hook.after_create_session(session, None)
+    events = Dispatcher(hooks, training=True)
+    events.begin()
+    events.after_create_session(session)
     batches = iter([(float(i),) for i in range(n_batches)])
-    count = run_loop(session, hooks, Prefetcher(batches, lambda b: b), advances_global_step=True)
+    count = run_loop(session, events, Prefetcher(batches, lambda b: b), advances_global_step=True)
     return runner, session, count
 
 

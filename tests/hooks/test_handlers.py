@@ -1,9 +1,11 @@
 """Epochs and event handlers (``estimator.handlers``): Gluon's
 protocol on the hook loop, one list, one order."""
 
+import ast
 import io
 import logging
 import math
+import pathlib
 import warnings
 
 import jax
@@ -379,3 +381,99 @@ def test_a_wrong_handler_is_refused_when_attached_not_mid_training(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         handlers.check_handler(Recorder())  # a correct one passes silently
+
+
+def test_any_handler_may_ask_for_another_pass_over_the_input(tmp_path):
+    """ "Another epoch" is part of the protocol (``EventHandler.wants_another_pass``), not a
+    property of StoppingHandler: a handler of the user's that asks twice gets three passes,
+    ``input_fn`` called for each."""
+    calls = []
+
+    def input_fn():
+        calls.append(1)
+        for i in range(0, 10, 5):
+            yield {"x": X[i : i + 5]}, Y[i : i + 5]
+
+    class ThreePasses(handlers.EpochEnd):
+        def __init__(self):
+            self.ends = 0
+
+        def epoch_end(self, session, **kwargs):
+            self.ends += 1
+            return False
+
+        def wants_another_pass(self):
+            return self.ends < 3
+
+    passes = ThreePasses()
+    make(tmp_path).train(input_fn, hooks=[passes])
+    assert len(calls) == 3 and passes.ends == 3  # 2 batches a pass: global step 6
+
+
+def test_the_dispatcher_owns_the_order_the_calls_and_the_stop(tmp_path):
+    """``Dispatcher``, built from an unordered list: the priority order, each event's
+    participants in it, a hook whose before_run/after_run do nothing left out of the
+    per-step passes, and a stop asked by a handler's batch_end or a hook's request_stop."""
+    from estimator.handlers.events import Dispatcher
+
+    class Requests(est.SessionRunHook):
+        def before_run(self, run_context):
+            return est.SessionRunArgs("loss")
+
+        def after_run(self, run_context, run_values):
+            self.values = run_values.results
+            run_context.request_stop()
+
+    first, last, quiet, hook = Recorder("a", -1), Recorder("b", 1), est.SessionRunHook(), Requests()
+    events = Dispatcher([last, quiet, hook, first], training=True)
+    assert events.participants == [first, quiet, hook, last]
+    assert (events.epochs, events.sees_batch, events.sees_batch_end) == (True, True, True)
+    assert [p for _, p in events._before] == [first, hook, last]  # not the quiet hook
+
+    class Session:
+        global_step, epoch = 0, 0
+
+    session = Session()
+    assert events.before_run(session, batch=("b",)) == {2: "loss"}  # the hook's index
+    events.after_run({2: 0.5}, {"batch": None, "label": None, "outputs": {}, "loss": None})
+    assert hook.values == 0.5 and events.stop_requested
+    assert [e for _, e, _ in first.log] == ["batch_begin", "batch_end"]
+    with pytest.raises(TypeError, match="returned 3; expected None or a SessionRunArgs"):
+        bad = Requests()
+        bad.before_run = lambda run_context: 3
+        Dispatcher([bad]).before_run(session)
+
+
+def _imports(path) -> list[tuple[str, list[str]]]:
+    """``(module, names)`` of every import in ``path`` (functions' too)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.module, [a.asname or a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, [a.asname or a.name.split(".")[0]]) for a in node.names]
+    return found
+
+
+def test_the_engine_knows_the_protocols_only_and_hooks_know_no_handlers():
+    """The engine imports no handler module but the protocol (``handlers.events``) and
+    asks no ``isinstance`` of a hook or handler class; ``hooks`` imports nothing of
+    ``handlers`` (which sit on top of it)."""
+    package = pathlib.Path(est.__file__).parent
+    for path in sorted((package / "engine").glob("*.py")):
+        imports = _imports(path)
+        assert {m for m, _ in imports if m.startswith("estimator.handlers")} <= {
+            "estimator.handlers.events"
+        }, path.name
+        classes = {n for m, names in imports if m.startswith("estimator.h") for n in names}
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+                kinds = node.args[1]
+                names = [
+                    getattr(k, "id", getattr(k, "attr", None))
+                    for k in getattr(kinds, "elts", [kinds])
+                ]
+                used = {getattr(getattr(k, "value", None), "id", None) for k in [kinds]}
+                assert not (set(names) & classes) and not (used & classes), (path.name, names)
+    for path in sorted((package / "hooks").glob("*.py")):
+        assert not [m for m, _ in _imports(path) if m.startswith("estimator.handlers")], path
