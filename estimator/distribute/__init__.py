@@ -1,7 +1,7 @@
 """Several processes, several machines: TF_CONFIG clusters on ``jax.distributed``.
 
 * ``cluster`` — joining the job from ``TF_CONFIG`` (``connect``), the chief, the global
-  mesh, a seed every process shares.
+  mesh, a seed every process shares, the step a preempted job stops at.
 * ``input_context`` — :class:`InputContext`: which shard of the input a process reads.
 * ``placement`` — global batches from each process's rows, process-local values out,
   checkpoint decisions every process shares.
@@ -18,6 +18,7 @@ from estimator.distribute.cluster import input_end_timeout as input_end_timeout
 from estimator.distribute.cluster import is_chief as is_chief
 from estimator.distribute.cluster import mesh_for as mesh_for
 from estimator.distribute.cluster import multi_process as multi_process
+from estimator.distribute.cluster import preemption_sync_point as preemption_sync_point
 from estimator.distribute.cluster import shared_seed as shared_seed
 from estimator.distribute.input_context import InputContext as InputContext
 from estimator.distribute.placement import AgreedEnd as AgreedEnd
@@ -41,6 +42,7 @@ __all__ = [
     "mesh_for",
     "multi_process",
     "place",
+    "preemption_sync_point",
     "process_local",
     "process_local_placement",
     "shared_seed",

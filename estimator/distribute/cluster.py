@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "is_chief",
     "mesh_for",
     "multi_process",
+    "preemption_sync_point",
     "shared_seed",
 ]
 
@@ -181,3 +183,22 @@ def barrier(name: str) -> None:
     single process); ``name`` must be reached in the same order everywhere."""
     if multi_process():
         multihost_utils.sync_global_devices(name)
+
+
+def preemption_sync_point() -> Callable[[int], bool] | None:
+    """``reached(step) -> bool``: JAX's preemption sync point
+    (``jax.experimental.multihost_utils.reached_preemption_sync_point``, which orbax's
+    ``CheckpointManager`` uses). Once any process of the job got SIGTERM, it is True on
+    every process at the same step: the step after the fastest process's latest, so none
+    has passed it. Each process must ask at every step, with the same step numbers.
+
+    Asking costs a lock and a comparison (the notifier's thread does the agreeing), so the
+    training loop asks after every step.
+
+    Returns:
+      The check, or None in a single process, or when JAX's preemption service is off
+      (``jax_enable_preemption_service``; SIGTERM then keeps its default action).
+    """
+    if not multi_process() or not jax.config.jax_enable_preemption_service:
+        return None
+    return multihost_utils.reached_preemption_sync_point

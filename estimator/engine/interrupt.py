@@ -16,6 +16,16 @@ SIGTERM into a request that the loop honours after the current step:
   ``RunConfig(save_checkpoint_on_preemption=False)`` keeps TF's behaviour (the default
   action of SIGTERM: the process ends at once).
 
+In a multi-process job (``jax.distributed``) a save needs every process, and SIGTERM
+reaches one of them: there JAX's preemption notifier has SIGTERM's handler (installed by
+``jax.distributed.initialize``; this module leaves it alone) and tells the coordination
+service, which agrees on a step with every process (``jax.experimental.multihost_utils.
+reached_preemption_sync_point``: the next step of the fastest process, so no process has
+passed it). The training loop asks after each step (a check of a value the notifier's
+thread sets: no host sync, no message); at that step every process stops, saves the
+checkpoint of that step together, and raises ``SystemExit(143)``; the chief logs the step.
+With ``save_checkpoint_on_preemption=False`` every process stops there without saving.
+
 Outside the loop (building, compiling, restoring, and ``predict()``) Ctrl-C keeps Python's
 handler: ``KeyboardInterrupt`` at once, so a long compile is still interrupted. But Python
 swallows an exception raised in a ``__del__`` method or a weakref callback (it prints
@@ -35,6 +45,7 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 
 logger = logging.getLogger("estimator")
 
@@ -58,13 +69,22 @@ class SignalGuard:
     Args:
       sigterm: also defer SIGTERM (preemption); else it keeps its default action.
       defer: defer the signals to the step boundary; else only record the swallowed ones.
+      preemption: in a multi-process job, ``reached(step) -> bool``: whether ``step`` is
+        the step the job agreed to stop at after a SIGTERM to one of its processes
+        (``estimator.distribute.preemption_sync_point``); asked after every step.
     """
 
-    def __init__(self, sigterm: bool = True, defer: bool = True) -> None:
+    def __init__(
+        self,
+        sigterm: bool = True,
+        defer: bool = True,
+        preemption: Callable[[int], bool] | None = None,
+    ) -> None:
         self._signals = [signal.SIGINT] + ([signal.SIGTERM] if sigterm else []) if defer else []
         self._previous: dict = {}
         self._previous_hook = sys.__unraisablehook__
         self._hooked = False
+        self._preemption = preemption
         self.defer = defer
         self.signum: int | None = None
 
@@ -117,7 +137,10 @@ class SignalGuard:
 
     def stop_after(self, step: int) -> bool:
         """Whether the loop stops after the step that made the global step ``step``: a
-        signal arrived."""
+        signal arrived, or ``step`` is the job's agreed preemption step (then :attr:`signum`
+        is SIGTERM, as if this process had received it)."""
+        if self._preemption is not None and self.signum is None and self._preemption(step):
+            self.signum = signal.SIGTERM
         return self.signum is not None
 
     def raise_if_received(self) -> None:

@@ -35,7 +35,7 @@ from estimator.engine.input_pipeline import (
     host_batches,
     placement,
 )
-from estimator.engine.interrupt import SignalGuard
+from estimator.engine.interrupt import PREEMPTION_EXIT_CODE, SignalGuard
 from estimator.engine.loop import (
     EvalRunner,
     PredictRunner,
@@ -365,28 +365,28 @@ class Runtime:
         return None if loss is None else float(loss)
 
     def _train_loop(self, session: Session, events: Dispatcher, prefetcher) -> int:
-        """Runs the training loop and the saves its end calls for (SIGTERM, a non-finite
-        loss); returns the number of steps run.
+        """Runs the training loop and the saves its end calls for (a preemption, a
+        non-finite loss); returns the number of steps run.
 
         Raises:
-          SystemExit: 143 after SIGTERM (``estimator.engine.interrupt``).
+          SystemExit: 143 after a preemption (``estimator.engine.interrupt``).
           KeyboardInterrupt: after Ctrl-C, at a step boundary.
           NanLossDuringTrainingError: from the ``NanTensorHook``, after saving the last
             finite state.
         """
-        # A save is collective in a multi-process job: one process's SIGTERM can't save.
         guard = SignalGuard(
-            sigterm=self.config.save_checkpoint_on_preemption and self.processes == 1
+            # SIGTERM: this process's handler in one process; in a job, JAX's preemption
+            # notifier's, and every process stops at the step the job agrees on.
+            sigterm=self.config.save_checkpoint_on_preemption and self.processes == 1,
+            preemption=distribute.preemption_sync_point() if self.processes > 1 else None,
         )
         try:
             with guard:
                 count = run_loop(
                     session, events, prefetcher, advances_global_step=True, guard=guard
                 )
-            if guard.signum == signal.SIGTERM and self._checkpointer is not None:
-                step, state = session.checkpoint_state(session.global_step)
-                logger.warning("Preempted: saving checkpoints for %d.", step)
-                self._checkpointer.save(step, state)
+            if guard.signum == signal.SIGTERM and self.config.save_checkpoint_on_preemption:
+                self._save_on_preemption(session)
         except hooks_lib.NanLossDuringTrainingError:
             if self._checkpointer is not None:
                 # The last finite state, as the checkpoint of the step whose loss was not
@@ -398,6 +398,24 @@ class Runtime:
                 self._checkpointer.wait()
         guard.raise_if_received()
         return count
+
+    def _save_on_preemption(self, session: Session) -> None:
+        """Saves the state after SIGTERM (in a multi-process job: every process, at the
+        step they agreed on, a collective save); the chief logs the step."""
+        if self._checkpointer is None:
+            return
+        step, state = session.checkpoint_state(session.global_step)
+        if self.processes > 1 and self.is_chief:
+            logger.warning(
+                "Preempted (SIGTERM to a process of this %d-process job): every process saves "
+                "the checkpoint of step %d, the step they agreed on, then exits with status %d.",
+                self.processes,
+                step,
+                PREEMPTION_EXIT_CODE,
+            )
+        elif self.processes == 1:
+            logger.warning("Preempted: saving checkpoints for %d.", step)
+        self._checkpointer.save(step, state)
 
     # ----- evaluate ---------------------------------------------------------------------
     def evaluate(

@@ -592,3 +592,94 @@ def test_synced_timer_decides_time_only_at_agreed_steps():
     steps = distribute.SyncedTimer(est.SecondOrStepTimer(every_steps=3), None)
     steps.update_last_triggered_step(0)  # step intervals agree by themselves: no broadcast
     assert [steps.should_trigger_for_step(s) for s in (1, 2, 3)] == [0, 0, 1]
+
+
+# ----- preemption: SIGTERM to one process of a job -----------------------------------------
+
+
+def _ended(process, timeout=180):
+    """``(exit status, RESULT or None, stderr)`` of a process of a job, once it has ended."""
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("a process of the job hung")
+    lines = [x for x in out.splitlines() if x.startswith("RESULT ")]
+    return process.returncode, json.loads(lines[0][len("RESULT ") :]) if lines else None, err
+
+
+def _train_to(model_dir, processes, max_steps, faults=None):
+    """A chief and workers with one device each, training to ``max_steps`` from the latest
+    checkpoint (``faults``: ``{process index: extra arguments}``); their ``_ended``."""
+    ports = _free_ports(processes)
+    launched = []
+    for i in range(processes):
+        task = ("chief", 0) if i == 0 else ("worker", i - 1)
+        extra = ["--max-steps", str(max_steps), "--devices", "1", *(faults or {}).get(i, [])]
+        launched.append(_launch(model_dir, *task, ports, *extra))
+    try:
+        return [_ended(p) for p in launched]
+    finally:
+        for process in launched:
+            if process.poll() is None:
+                process.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("processes", "first", "second"),
+    [(2, (0, "step"), (1, "save")), (3, (2, "step"), (0, "save"))],
+    ids=["2x1", "3x1"],
+)
+def test_a_preempted_job_saves_one_step_everywhere_and_resumes_as_if_uninterrupted(
+    tmp_path, single, processes, first, second
+):
+    """SIGTERM to one process of a TF_CONFIG job (one device per process), as a scheduler
+    sends it before preempting a host: every process stops after the step the job agrees
+    on (JAX's preemption sync point), saves that step's checkpoint together and exits 143;
+    the chief logs the step. Twice: first to one process while a step runs, then, in the
+    restarted job, to another during a periodic save (2 x 1: the chief, then the worker;
+    3 x 1: the last worker, then the chief). No step before the signal is lost, and the job
+    restarted a third time reaches max_steps with the weights of one uninterrupted
+    process."""
+    model_dir = tmp_path / "job"
+    at = 4
+    for target, moment in (first, second):
+        fault = {target: ["--sigterm-in", moment, "--sigterm-at", str(at)]}
+        runs = _train_to(model_dir, processes, 60, fault)
+        assert [code for code, _, _ in runs] == [143] * processes, runs[target][2][-3000:]
+        (saved,) = {result["last_step"] for _, result, _ in runs}  # one step on every process
+        # The signal came while step at + 1 ran, or in the save of the first multiple of 3
+        # from at (checkpoints every 3 steps): the agreed step is that one or later.
+        assert saved >= (at + 1 if moment == "step" else -(-at // 3) * 3), (moment, at, saved)
+        assert est.checkpoint.latest_checkpoint(str(model_dir)).endswith(f"model.ckpt_{saved}")
+        assert (
+            f"every process saves the checkpoint of step {saved}, the step they agreed on"
+            in (runs[0][2])
+        )
+        at = saved + 2
+    final = _train_to(model_dir, processes, 60)
+    reference = single("--max-steps", "60")
+    for code, result, err in final:
+        assert code == 0, err[-3000:]
+        assert result["metrics"]["global_step"] == 60
+        _assert_same_training(result, reference)
+
+
+@pytest.mark.slow
+def test_a_preempted_evaluator_exits_and_writes_nothing(tmp_path):
+    """The evaluator task stays outside the training job: waiting for a checkpoint, it
+    ends on SIGTERM at once (SIGTERM's default action; it has nothing to save) and leaves
+    model_dir as it was."""
+    model_dir = tmp_path / "job"
+    evaluator = _launch(model_dir, "evaluator", 0, _free_ports(2), "--train-and-evaluate")
+    deadline = time.time() + 120
+    while "started" not in evaluator.output()[0]:
+        assert time.time() < deadline and evaluator.poll() is None, evaluator.output()[1]
+        time.sleep(0.1)
+    time.sleep(1)  # in train_and_evaluate's wait for the first checkpoint
+    evaluator.send_signal(signal.SIGTERM)
+    sent = time.time()
+    code, _, _ = _ended(evaluator, timeout=30)
+    assert code == -signal.SIGTERM and time.time() - sent < 10
+    assert not model_dir.exists() or not list(model_dir.iterdir())

@@ -17,6 +17,7 @@ fork their processes from a server that has imported it: see ``tests/support/for
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -56,6 +57,36 @@ parser.add_argument(
     "each checkpoint they check SECONDS late (a slower host)",
 )
 parser.add_argument(
+    "--fail-in",
+    choices=("input", "hook", "model"),
+    default=None,
+    help="this process raises ValueError in its input_fn (at batch --fail-at), a hook (after "
+    "step --fail-at) or model_fn (when it is traced)",
+)
+parser.add_argument("--fail-at", type=int, default=5)
+parser.add_argument(
+    "--block-at",
+    type=int,
+    default=None,
+    help="this process's main thread blocks for good after that step (as in a collective "
+    "that does not notice a dead peer)",
+)
+parser.add_argument(
+    "--max-steps",
+    type=int,
+    default=None,
+    help="train(max_steps=N) from the latest checkpoint, the input resuming at that step's "
+    "batch (a restarted job reads the batches an uninterrupted one would)",
+)
+parser.add_argument(
+    "--sigterm-in",
+    choices=("step", "save"),
+    default=None,
+    help="this process sends itself SIGTERM as a scheduler would: before the step after "
+    "global step --sigterm-at, or in the first periodic save at or after it",
+)
+parser.add_argument("--sigterm-at", type=int, default=4)
+parser.add_argument(
     "--live-eval",
     action="store_true",
     help="evaluate in training every 3 steps (uneven shards), training metrics every 3 steps",
@@ -68,6 +99,9 @@ Y = (X @ np.array([1.0, -2.0, 0.5, 0.25], np.float32) + 0.3).astype(np.float32)
 
 
 def model_fn(features, labels, mode):
+    if args is not None and args.fail_in == "model":
+        print("failing at", time.time(), flush=True)
+        raise ValueError("model_fn failed on this process")
     w = est.get_variable("w", [4], initializer=est.initializers.zeros_initializer())
     b = est.get_variable("b", [], initializer=est.initializers.zeros_initializer())
     prediction = features["x"] @ w + b
@@ -88,11 +122,17 @@ def input_fn(input_context):
     n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
     local = GLOBAL_BATCH // n
     j = 0
+    if args.max_steps is not None:  # the batch of the step training resumes from
+        latest = est.checkpoint.latest_checkpoint(args.model_dir)
+        j = est.checkpoint.checkpoint_step(latest) if latest else 0
     while True:
         start = (j % 4) * GLOBAL_BATCH + i * local
+        if args.fail_in == "input" and j == args.fail_at:
+            print("failing at", time.time(), flush=True)
+            raise ValueError(f"input_fn failed at batch {j}")
         yield {"x": X[start : start + local]}, Y[start : start + local]
         j += 1
-        if not args.forever and j == args.batches:
+        if not args.forever and args.max_steps is None and j == args.batches:
             return
 
 
@@ -144,6 +184,61 @@ def train_with_live_evaluation(e):
     )
     e.train(input_fn, hooks=[hook, handler, Reports()], steps=args.steps)
     return {"live": live, "validation": validation, "train_metrics": reports}
+
+
+SIGNALLED = []  # when this process sent itself SIGTERM
+
+
+def sigterm() -> None:
+    SIGNALLED.append(time.time())
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+class Faults(est.SessionRunHook):
+    """The faults of ``--fail-in hook``, ``--block-at`` and ``--sigterm-in step``; records
+    the last step.
+    After a SIGTERM, steps take 0.1 s: JAX's notifier looks for SIGTERM once a second, so
+    the job agrees on a step within ~15 steps (and well before ``--max-steps``)."""
+
+    def __init__(self):
+        self.last_step = None
+
+    def before_run(self, run_context):
+        if args.sigterm_in == "step" and run_context.session.global_step == args.sigterm_at:
+            sigterm()  # lands while the next step runs
+
+    def after_run(self, run_context, run_values):
+        self.last_step = run_context.session.global_step
+        if SIGNALLED:
+            time.sleep(0.1)
+        if self.last_step == args.block_at:
+            time.sleep(3600)
+        if args.fail_in == "hook" and self.last_step == args.fail_at:
+            print("failing at", time.time(), flush=True)
+            raise ValueError(f"a hook failed after step {self.last_step}")
+
+
+class SigtermInSave(est.CheckpointSaverListener):
+    """``--sigterm-in save``: SIGTERM in the first periodic save at or after
+    ``--sigterm-at``."""
+
+    def before_save(self, session, global_step_value):
+        if args.sigterm_in == "save" and global_step_value >= args.sigterm_at:
+            args.sigterm_in = None  # once
+            sigterm()  # lands while the save is written
+
+
+def train_until_preempted(e) -> dict:
+    """``train(max_steps=...)`` with ``Faults``: ``{"exit": status, "last_step": step}``,
+    the status a preemption exits with (its SystemExit), or 0."""
+    faults = Faults()
+    try:
+        e.train(
+            input_fn, hooks=[faults], max_steps=args.max_steps, saving_listeners=[SigtermInSave()]
+        )
+    except SystemExit as exit_:
+        return {"exit": exit_.code, "last_step": faults.last_step}
+    return {"exit": 0, "last_step": faults.last_step}
 
 
 def configure(argv: list[str]) -> None:
@@ -224,6 +319,12 @@ def main(argv: list[str]) -> None:
     elif args.live_eval:
         live = train_with_live_evaluation(e)
         metrics = e.evaluate(eval_input_fn)
+    elif args.max_steps is not None:
+        live = train_until_preempted(e)
+        metrics = {} if live["exit"] else e.evaluate(eval_input_fn)
+    elif args.fail_in == "hook" or args.block_at is not None:
+        e.train(input_fn, hooks=[Faults()], steps=None if args.forever else args.steps)
+        metrics = e.evaluate(eval_input_fn)
     else:
         e.train(input_fn, steps=None if args.forever or args.steps <= 0 else args.steps)
         metrics = e.evaluate(eval_input_fn)
@@ -233,7 +334,7 @@ def main(argv: list[str]) -> None:
         exported = e.export_saved_model(os.path.join(args.model_dir, "export"), receiver)
         exported = exported and exported.decode()
     result = {
-        **(live if args.live_eval else {}),
+        **(live if args.live_eval or args.max_steps is not None else {}),
         "exported": exported,
         "process": jax.process_index(),
         "processes": jax.process_count(),
@@ -244,7 +345,7 @@ def main(argv: list[str]) -> None:
         "checkpoints": sorted(os.listdir(args.model_dir)),
     }
     print("RESULT " + json.dumps(result), flush=True)
-    sys.exit(0)
+    sys.exit(result.get("exit", 0))
 
 
 if __name__ == "__main__":
