@@ -264,8 +264,9 @@ class Estimator:
         hooks = check_hooks(hooks)
         saving_listeners = check_listeners(saving_listeners)
         chief = self._runtime.is_chief
-        # A Ctrl-C that Python swallows is raised again (estimator.engine.interrupt).
-        with SignalGuard(defer=False):
+        # A Ctrl-C that Python swallows is raised again (estimator.engine.interrupt); in a
+        # multi-process job an error here ends every process (estimator.distribute.failures).
+        with distribute.reporting(), SignalGuard(defer=False):
             with ModelDirLock(self.model_dir) if chief else contextlib.nullcontext():
                 self._train_locked(input_fn, hooks, steps, max_steps, saving_listeners)
         return self
@@ -335,7 +336,7 @@ class Estimator:
         if progress is not None:
             hooks.append(progress)
         path = self._runtime.resolve_checkpoint(checkpoint_path, "evaluate")
-        with SignalGuard(defer=False):  # see train()
+        with distribute.reporting(), SignalGuard(defer=False):  # see train()
             return self._runtime.evaluate(input_fn, steps, hooks, name, path)
 
     # ----- predict ----------------------------------------------------------------------
@@ -372,7 +373,10 @@ class Estimator:
         if progress is not None:
             hooks.append(progress)
         path = self._runtime.resolve_checkpoint(checkpoint_path, "predict")
-        yield from self._runtime.predict(input_fn, predict_keys, hooks, path, yield_single_examples)
+        with distribute.reporting():  # see train()
+            yield from self._runtime.predict(
+                input_fn, predict_keys, hooks, path, yield_single_examples
+            )
 
     # ----- export -----------------------------------------------------------------------
     def export_saved_model(

@@ -25,6 +25,7 @@ from estimator.config import TaskType
 __all__ = [
     "check_same",
     "connect",
+    "heartbeat_timeout",
     "input_end_timeout",
     "is_chief",
     "mesh_for",
@@ -51,6 +52,12 @@ DEFAULT_INPUT_END_SECS = 60
 def input_end_timeout() -> int:
     """Seconds to wait for every process's end of input (``JAX_ESTIMATOR_INPUT_END_SECS``)."""
     return int(os.environ.get(INPUT_END_ENV, DEFAULT_INPUT_END_SECS))
+
+
+def heartbeat_timeout() -> int:
+    """Seconds without a heartbeat after which a process counts as dead
+    (``JAX_ESTIMATOR_HEARTBEAT_SECS``, 30 by default: tests shorten it)."""
+    return int(os.environ.get(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECS))
 
 
 def _training_tasks(config) -> list[tuple[str, int, str]]:
@@ -101,7 +108,7 @@ def connect(config) -> bool:
         raise ValueError("A multi-process cluster needs a chief task in TF_CONFIG.")
     coordinator = tasks[0][2]
     process_id = [(t, i) for t, i, _ in tasks].index((config.task_type, config.task_id))
-    heartbeat = int(os.environ.get(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECS))
+    heartbeat = heartbeat_timeout()
     shutdown = int(os.environ.get(SHUTDOWN_ENV, DEFAULT_SHUTDOWN_SECS))
     logger.info(
         "Joining a %d-process job as %s:%d (process %d), coordinator %s.",

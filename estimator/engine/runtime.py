@@ -103,6 +103,9 @@ class Runtime:
         self.processes = jax.process_count()
         distribute.check_same("model_dir", fs.abspath(config.model_dir))
         self.is_chief = distribute.is_chief(config)
+        if self.processes > 1:  # a process that raises ends the job at once (all say why)
+            task = f"{config.task_type}:{config.task_id}" if config.cluster_spec.as_dict() else None
+            distribute.watch(task, grace_secs=distribute.heartbeat_timeout())
         partitions = config.variable_partitions
         if partitions and self.mesh is None:
             raise ValueError(

@@ -14,6 +14,7 @@ import faulthandler
 import json
 import os
 import pathlib
+import re
 import signal
 import socket
 import subprocess
@@ -627,21 +628,21 @@ def _train_to(model_dir, processes, max_steps, faults=None):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("processes", "first", "second"),
-    [(2, (0, "step"), (1, "save")), (3, (2, "step"), (0, "save"))],
+    ("processes", "first", "second", "to_the_end"),
+    [(2, (0, "step"), (1, "save"), True), (3, (2, "step"), (0, "save"), False)],
     ids=["2x1", "3x1"],
 )
 def test_a_preempted_job_saves_one_step_everywhere_and_resumes_as_if_uninterrupted(
-    tmp_path, single, processes, first, second
+    tmp_path, single, processes, first, second, to_the_end
 ):
     """SIGTERM to one process of a TF_CONFIG job (one device per process), as a scheduler
     sends it before preempting a host: every process stops after the step the job agrees
     on (JAX's preemption sync point), saves that step's checkpoint together and exits 143;
     the chief logs the step. Twice: first to one process while a step runs, then, in the
     restarted job, to another during a periodic save (2 x 1: the chief, then the worker;
-    3 x 1: the last worker, then the chief). No step before the signal is lost, and the job
-    restarted a third time reaches max_steps with the weights of one uninterrupted
-    process."""
+    3 x 1: the last worker, then the chief). No step before the signal is lost. The 2 x 1
+    job restarted a third time reaches max_steps with the weights of one uninterrupted
+    process (the 3 x 1 job's second run resumed from its first's checkpoint already)."""
     model_dir = tmp_path / "job"
     at = 4
     for target, moment in (first, second):
@@ -658,6 +659,8 @@ def test_a_preempted_job_saves_one_step_everywhere_and_resumes_as_if_uninterrupt
             in (runs[0][2])
         )
         at = saved + 2
+    if not to_the_end:
+        return
     final = _train_to(model_dir, processes, 60)
     reference = single("--max-steps", "60")
     for code, result, err in final:
@@ -683,3 +686,112 @@ def test_a_preempted_evaluator_exits_and_writes_nothing(tmp_path):
     code, _, _ = _ended(evaluator, timeout=30)
     assert code == -signal.SIGTERM and time.time() - sent < 10
     assert not model_dir.exists() or not list(model_dir.iterdir())
+
+
+# ----- a process that raises ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("devices", "failing", "fault", "error"),
+    [
+        (1, 1, ["--fail-in", "input"], "ValueError: input_fn failed at batch 5"),
+        (1, 1, ["--fail-in", "model"], "ValueError: model_fn failed on this process"),
+        (2, 0, ["--fail-in", "hook"], "ValueError: a hook failed after step 5"),
+    ],
+    ids=["2x1-worker-input_fn", "2x1-worker-model_fn", "2x2-chief-hook"],
+)
+def test_a_process_that_raises_ends_the_job_at_once_and_every_process_says_why(
+    tmp_path, devices, failing, fault, error
+):
+    """A chief and a worker training for good; one raises (its input_fn at batch 5, its
+    model_fn when traced, a hook after step 5). Every process ends within the heartbeat
+    timeout + 10 s of the raise (JAX alone: the raising process waited 120 s at the
+    shutdown barrier, then every process aborted), each with Python's status 1 and no
+    native stack dump; the failing process's last error is its own, the other's last line
+    names the failed task and that error: a JobFailedError, or (2 x 2: a main thread still
+    blocked among its devices once the other process is gone) the log line of the
+    process ended the heartbeat timeout later."""
+    ports = _free_ports(2)
+    env = {"JAX_ESTIMATOR_HEARTBEAT_SECS": "5"}
+    extra = ("--forever", "--devices", str(devices))
+    tasks = [("chief", 0), ("worker", 0)]
+    launched = [
+        _launch(tmp_path / "job", *task, ports, *extra, *(fault if i == failing else []), env=env)
+        for i, task in enumerate(tasks)
+    ]
+    try:
+        ended = _ends(launched, timeout=120)
+    finally:
+        for process in launched:
+            if process.poll() is None:
+                process.kill()
+    outputs = [process.output() for process in launched]
+    raised = min(
+        float(line.split()[-1])
+        for line in outputs[failing][0].splitlines()
+        if line.startswith("failing at")
+    )
+    assert max(ended) - raised < 5 + 10, (max(ended) - raised, outputs)
+    task = "chief:0 (process 0 of 2)" if failing == 0 else "worker:0 (process 1 of 2)"
+    for i, (process, (_, err)) in enumerate(zip(launched, outputs, strict=True)):
+        assert process.returncode == 1, err[-3000:]
+        assert "Check failure stack trace" not in err and "Fatal Python error" not in err
+        if i == failing:
+            assert _last_error_line(err) == error
+        else:  # a JobFailedError, or the log line of a process ended while still blocked
+            assert f"{task} failed: {error}" in err.strip().splitlines()[-1]
+
+
+def _last_error_line(err: str) -> str:
+    """The last line of ``err`` that states an exception (``Type: message``)."""
+    return [x for x in err.splitlines() if re.match(r"[\w.]+(Error|Exception)\b", x)][-1]
+
+
+def _ends(processes, timeout):
+    """The times (``time.time()``) at which each process ended."""
+    ends = [None] * len(processes)
+    deadline = time.time() + timeout
+    while None in ends:
+        for i, process in enumerate(processes):
+            if ends[i] is None and process.poll() is not None:
+                ends[i] = time.time()
+        if time.time() > deadline:
+            pytest.fail(f"the job did not end: {[p.output()[1][-2000:] for p in processes]}")
+        time.sleep(0.05)
+    return ends
+
+
+@pytest.mark.slow
+def test_a_process_blocked_when_another_fails_is_ended_and_says_why(tmp_path):
+    """The worker's hook raises after step 5 while the chief's main thread is blocked for
+    good after that step (as in a collective that does not notice a dead peer, as a GPU
+    collective may not): the chief logs the failure at once and, the heartbeat timeout later, ends
+    itself with status 1, its last line naming the failed task and its error."""
+    ports = _free_ports(2)
+    env = {"JAX_ESTIMATOR_HEARTBEAT_SECS": "3"}
+    chief = _launch(tmp_path / "job", "chief", 0, ports, "--forever", "--block-at", "5", env=env)
+    worker = _launch(
+        tmp_path / "job", "worker", 0, ports, "--forever", "--fail-in", "hook", env=env
+    )
+    try:
+        ended = _ends([chief, worker], timeout=120)
+    finally:
+        for process in (chief, worker):
+            if process.poll() is None:
+                process.kill()
+    out, err = chief.output()
+    raised = float(
+        next(x for x in worker.output()[0].splitlines() if x.startswith("failing")).split()[-1]
+    )
+    assert 3 <= ended[0] - raised < 3 + 10
+    assert chief.returncode == 1 and worker.returncode == 1
+    assert "worker:0 (process 1 of 2) failed: ValueError: a hook failed after step 5. " in err
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .endswith(
+            "ending it with status 1. worker:0 (process 1 of 2) failed: ValueError: a hook failed "
+            "after step 5"
+        )
+    )
