@@ -202,7 +202,7 @@ def _run_step(session, prefetcher, batch, requests: dict | None, advances: bool)
 def _batch_follows(session, events: Dispatcher, prefetcher) -> bool:
     """Whether a batch follows, looked at only when a handler must know before the step:
     an epoch begins (its ``epoch_begin`` is called here), or a ``batch_begin`` wants it."""
-    if events.epoch_open or not (events.epochs or events.sees_batch):
+    if events.epoch_open:
         return True
     try:
         prefetcher.peek()  # an epoch (or a batch) begins only when a batch follows
@@ -215,7 +215,7 @@ def _batch_follows(session, events: Dispatcher, prefetcher) -> bool:
 def _close_epoch(session, events: Dispatcher, prefetcher, last: bool) -> None:
     """Ends the open epoch after its last batch, or after the loop's last step (``last``:
     ``num_steps`` reached; or a stop: an epoch a stop cut short ends too)."""
-    if events.epoch_open and (last or events.stop_requested or prefetcher.epoch_ended()):
+    if last or events.stop_requested or prefetcher.epoch_ended():
         events.epoch_end(session)
 
 
@@ -247,9 +247,10 @@ def loop_steps(
         stops after the step without calling ``end`` (as an exception would).
     """
     count = 0
+    looks_ahead = events.epochs or events.sees_batch
     prefetcher.fill()
     while num_steps is None or count < num_steps:
-        if not _batch_follows(session, events, prefetcher):
+        if looks_ahead and not _batch_follows(session, events, prefetcher):
             break
         requests = events.before_run(session, prefetcher.peek() if events.sees_batch else None)
         try:
@@ -260,7 +261,8 @@ def loop_steps(
         count += 1
         kwargs = _batch_end_kwargs(session, batch) if events.sees_batch_end else None
         events.after_run(results, kwargs)
-        _close_epoch(session, events, prefetcher, count == num_steps)
+        if events.epoch_open:
+            _close_epoch(session, events, prefetcher, count == num_steps)
         yield count
         if events.stop_requested:
             break

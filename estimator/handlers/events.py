@@ -343,7 +343,7 @@ class Dispatcher:
         self.reads_passes = bool(self._passes)
         self.epoch_open = False
         self.stop_requested = False
-        self._context = None
+        self._context = self._session = None  # the step's, set by before_run
 
     def begin(self) -> None:
         """Every participant's ``begin()`` (``model_fn`` has been traced)."""
@@ -376,9 +376,10 @@ class Dispatcher:
             or one with a ``feed_dict``.
         """
         context = self._context = SessionRunContext(_NO_ARGS, session)
+        self._session = session
         requests = None
         for index, participant in self._before:
-            if index == _EVENT:
+            if index < 0:  # _EVENT
                 participant.batch_begin(session, batch=batch)
                 continue
             args = participant.before_run(context)
@@ -392,16 +393,15 @@ class Dispatcher:
         """After the step: each hook's ``after_run`` with its values from ``results``
         (``{index: value}`` for :meth:`before_run`'s requests) and handler's
         ``batch_end(**batch_end)``, in list order; records a stop request."""
-        context = self._context
-        session = context.session
+        context, no_results = self._context, _NO_RESULTS
         stop = False
         for index, participant in self._after:
-            if index == _EVENT:
-                stop = bool(participant.batch_end(session, **batch_end)) or stop
+            if index < 0:  # _EVENT
+                stop = bool(participant.batch_end(self._session, **batch_end)) or stop
             elif index in results:
                 participant.after_run(context, SessionRunValues(results[index]))
             else:
-                participant.after_run(context, _NO_RESULTS)
+                participant.after_run(context, no_results)
         if stop or context.stop_requested:
             self.stop_requested = True
 
