@@ -7,9 +7,10 @@
 * ``compiler`` — ``StepCompiler``: a mode's step compiled once per batch signature.
 * ``state`` — where a run's state comes from (memory, a checkpoint, a warm start: the
   Estimator hands it the warm start as a callable, and ``train()`` the ``train_op``).
-* ``loop`` — the session loop: TF's hook protocol and the event handlers' around the
-  compiled steps; ``session`` — what hooks and handlers see of it; ``epochs`` — the
-  input's pass boundaries, and more passes for a ``StoppingHandler``; ``lazy_outputs`` —
+* ``loop`` — the session loop: the compiled steps, with the call's hooks and handlers
+  called through their dispatcher (``estimator.handlers.events.Dispatcher``); ``session`` —
+  what hooks and handlers see of it; ``epochs`` — the input's pass boundaries, and more
+  passes while a handler wants them; ``lazy_outputs`` —
   a step's values for ``batch_end``, fetched when read.
 * ``input_pipeline`` — the host input pipeline: what an ``input_fn`` may return, the
   host phase, canonical dtypes, and batches placed ahead of the step (``Prefetcher``);

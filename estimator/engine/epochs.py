@@ -7,9 +7,10 @@ with each batch it reads and answers ``epoch_ended()`` for the batch the loop po
 which is also true when no batch follows it (the end of any input ends an epoch).
 
 :class:`Passes` reads the input again when it ends while an event handler still wants
-epochs (``estimator.handlers.StoppingHandler(max_epoch=...)``): ``input_fn`` is called anew,
-as Gluon iterates its one-pass ``DataLoader`` once per epoch. Without such a handler the end
-of the input ends training, as in TF.
+epochs (its ``wants_another_pass()``: ``estimator.handlers.StoppingHandler(max_epoch=...)``
+before its last epoch): ``input_fn`` is called anew, as Gluon iterates its one-pass
+``DataLoader`` once per epoch. Without such a handler the end of the input ends training,
+as in TF.
 """
 
 from __future__ import annotations
