@@ -15,6 +15,7 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 import pytest
+from damage import slow_finalize
 from etils import epath
 
 import estimator as est
@@ -258,33 +259,13 @@ def test_process_killed_mid_save_resumes_from_previous_checkpoint(tmp_path):
     assert ckpt.checkpoint_step(e.latest_checkpoint()) == ckpt.checkpoint_step(latest) + 1
 
 
-def _slow_finalize(monkeypatch, seconds: float = 0.5) -> list:
-    """Keeps each orbax save in progress ``seconds`` longer (its finalization waits) and
-    records the steps that ``CheckpointManager.save`` was asked to write."""
-    manager = ocp.CheckpointManager
-    assert hasattr(manager, "_finalize"), "orbax renamed the save's finalization"
-    finalize, save, saved = manager._finalize, manager.save, []
-
-    def slow(self, *args, **kwargs):
-        time.sleep(seconds)
-        return finalize(self, *args, **kwargs)
-
-    def recording(self, step, *args, **kwargs):
-        saved.append(int(step))
-        return save(self, step, *args, **kwargs)
-
-    monkeypatch.setattr(manager, "_finalize", slow)
-    monkeypatch.setattr(manager, "save", recording)
-    return saved
-
-
 def test_a_step_being_written_is_not_written_again_after_a_reload(tmp_path, monkeypatch):
     # runtime.saver() re-lists model_dir before each use. Listed while step 3 was still
     # being written, the step was dropped from the list and the next save(3) wrote it again;
     # in a job of two processes whether it did depended on each one's timing, and the one
     # that saved waited forever for the other (the every_n_steps job of
     # tests/distribute/test_multihost.py).
-    saved = _slow_finalize(monkeypatch)
+    saved = slow_finalize(monkeypatch)
     state = est.engine.TrainState({"w": jnp.ones(3)}, {}, None, jnp.int32(3), jnp.int32(-1))
     saver = ckpt.Checkpointer(str(tmp_path))
     path = saver.save(3, state)

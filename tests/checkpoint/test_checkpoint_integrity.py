@@ -14,6 +14,7 @@ import jax
 import numpy as np
 import optax
 import pytest
+from damage import flip, largest_data_file
 
 import estimator as est
 from estimator import checkpoint as ckpt
@@ -66,22 +67,6 @@ def copy(trained, tmp_path):
     return target
 
 
-def _largest_data_file(checkpoint, item):
-    files = [
-        os.path.join(root, name)
-        for root, _, names in os.walk(os.path.join(checkpoint, item))
-        for name in names
-        if os.sep + "d" + os.sep in os.path.join(root, name) + os.sep or root.endswith("/d")
-    ]
-    return max(files, key=os.path.getsize)
-
-
-def _flip(path, offset=None, mask=0x10):
-    data = bytearray(open(path, "rb").read())
-    data[len(data) // 2 if offset is None else offset] ^= mask
-    open(path, "wb").write(bytes(data))
-
-
 def test_checksums_record_and_verify_every_array():
     tree = {"a": np.arange(12, dtype=np.float32).reshape(3, 4), "b": [np.int32(7)]}
     records = checksums.compute(tree, prefix="variables")
@@ -111,7 +96,7 @@ def test_the_checksum_is_tfs_crc32c():
 @pytest.mark.parametrize("item", ["variables", "opt_state"])
 def test_a_flipped_bit_in_an_array_file_is_refused_on_every_path(copy, trained, item):
     checkpoint = os.path.join(str(copy), "model.ckpt_4")
-    _flip(_largest_data_file(checkpoint, item))
+    flip(largest_data_file(checkpoint, item))
     previous = os.path.join(str(copy), "model.ckpt_2")
     e = make(copy)
     reads = {
@@ -181,7 +166,7 @@ def test_a_checkpoint_written_before_checksums_reads_with_a_warning(copy, traine
 
 def test_restore_fallback_resumes_from_the_newest_intact_checkpoint(copy, tmp_path, caplog):
     checkpoint = os.path.join(str(copy), "model.ckpt_4")
-    _flip(_largest_data_file(checkpoint, "variables"))
+    flip(largest_data_file(checkpoint, "variables"))
     with pytest.raises(ckpt.DataLossError):  # the default: an error, as TF
         make(copy).train(feed(), steps=2)
     with caplog.at_level(logging.WARNING, logger="estimator"):

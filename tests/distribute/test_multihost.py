@@ -28,7 +28,7 @@ import multihost_job
 import numpy as np
 import optax
 import pytest
-from test_checkpoint_integrity import _flip, _largest_data_file
+from damage import flip, largest_data_file
 
 import estimator as est
 from estimator import distribute
@@ -441,7 +441,7 @@ def test_restore_fallback_in_a_job_resumes_every_process_from_the_same_checkpoin
     model_dir = tmp_path / "job"
     _job(model_dir, "--steps", "6", devices=devices)  # checkpoints at steps 0, 3 and 6
     damaged = model_dir / "model.ckpt_6"
-    _flip(_largest_data_file(str(damaged), "variables"))
+    flip(largest_data_file(str(damaged), "variables"))
     chief, worker = _job(model_dir, "--steps", "3", "--restore-fallback", "1", devices=devices)
     # Resumed from step 3 (not 0, not the damaged 6): 3 more steps end at 6.
     assert chief["metrics"]["global_step"] == worker["metrics"]["global_step"] == 6

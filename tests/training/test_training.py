@@ -210,9 +210,9 @@ def test_every_n_steps_exports_the_checkpoint_the_saver_hook_is_writing(tmp_path
     # then the evaluation's exporter asks for step 5's checkpoint: the same save, not a
     # second one, however long the first takes to finish (in a job of several processes a
     # second save by some processes only hung the job).
-    from test_checkpoint import _slow_finalize
+    from damage import slow_finalize
 
-    saved = _slow_finalize(monkeypatch)
+    saved = slow_finalize(monkeypatch)
     e = make(tmp_path / "m", save_checkpoints_steps=5)
     train_and_evaluate(
         e,
