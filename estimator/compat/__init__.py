@@ -33,6 +33,9 @@ class _CompatNamespace(types.ModuleType):
 
 compat = _CompatNamespace()
 
+#: The TF 1 API level followed (``tf.__version__``): ``estimator.compat.v1.__version__``.
+__version__ = v1.__version__
+
 __all__ = sorted({*v1.__all__, "compat", "UnsupportedSymbolError"})
 
 

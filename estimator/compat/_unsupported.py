@@ -29,21 +29,14 @@ _NO_SPARSE = "Sparse tensors are not provided: feature columns give ids as dense
 
 #: Replacements for symbols that TF 1.x programs use and this package does not provide.
 HINTS: dict[str, str] = {
-    "tf.Session": _NO_SESSION,
     "tf.InteractiveSession": _NO_SESSION,
     "tf.Graph": _NO_SESSION,
-    "tf.get_default_graph": _NO_SESSION,
-    "tf.reset_default_graph": _NO_SESSION,
     "tf.global_variables_initializer": (
         "Variables are initialised by the Estimator from their get_variable initializers."
     ),
     "tf.local_variables_initializer": (
         "Metrics keep no local variables: tf.metrics.* return streaming metrics that the "
         "Estimator merges over the evaluation."
-    ),
-    "tf.Variable": (
-        "Create variables with tf.get_variable(name, shape, initializer=...) inside model_fn "
-        "(estimator.get_variable); their values live in the Estimator's state."
     ),
     "tf.py_func": "Call Python from traced code with jax.pure_callback.",
     "tf.py_function": "Call Python from traced code with jax.pure_callback.",
@@ -76,7 +69,7 @@ HINTS: dict[str, str] = {
     "tf.device": "Placement is jax's: the Estimator shards over RunConfig's mesh.",
     "tf.image": "Image ops: use jax.image (resize) and jax.numpy on NHWC arrays.",
     "tf.strings": (
-        "tf.strings provides to_hash_bucket_fast, strip, lower, upper, length, join, "
+        "tf.strings provides to_hash_bucket_fast, strip, lower, upper, length, join, split, "
         "regex_full_match, to_number and as_string; do the rest on the host in the input "
         "pipeline (NumPy on bytes) or with feature columns (tf.feature_column.*)."
     ),
@@ -89,10 +82,7 @@ HINTS: dict[str, str] = {
     ),
     "tf.sparse": _NO_SPARSE,
     "tf.SparseTensor": _NO_SPARSE,
-    "tf.nn.rnn_cell": "Recurrent cells are not provided; write the cell with jax.lax.scan.",
-    "tf.nn.dynamic_rnn": "Recurrent layers are not provided; write the loop with jax.lax.scan.",
     "tf.data.Dataset.zip": "Zip the arrays before slicing: from_tensor_slices((a, b)).",
-    "tf.data.Dataset.padded_batch": "Pad the arrays with NumPy first, then batch.",
 }
 
 _QUEUES = (
@@ -111,7 +101,6 @@ HINTS["tf.contrib.learn"] = (
     "estimators and tf.estimator.inputs.numpy_input_fn."
 )
 HINTS["tf.contrib.slim"] = "Build the model with tf.layers.* / tf.contrib.layers.* instead of slim."
-HINTS["tf.contrib.rnn"] = HINTS["tf.nn.rnn_cell"]
 HINTS["tf.contrib.training.HParams"] = (
     "Keep hyperparameters in a dict (params=...) or an argparse.Namespace."
 )
@@ -152,7 +141,8 @@ PREFIX_HINTS: dict[str, str] = {
         "on several machines')."
     ),
     "tf.saved_model.": (
-        "Export with Estimator.export_saved_model (a jax.export artifact) and load it with "
+        "tf.saved_model provides signature_constants and tag_constants; export with "
+        "Estimator.export_saved_model (a jax.export artifact) and load it with "
         "estimator.export.load."
     ),
     "tf.tpu.": (

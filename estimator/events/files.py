@@ -23,7 +23,7 @@ import numpy as np
 
 from estimator.io import fs
 
-__all__ = ["EventWriter", "FLUSH_SECS", "add_text", "writer_for"]
+__all__ = ["EventWriter", "FLUSH_SECS", "add_text", "flush_writers", "writer_for"]
 
 logger = logging.getLogger("estimator")
 
@@ -77,6 +77,10 @@ class EventWriter:
         from tensorboardX.proto.event_pb2 import Event
 
         self._writer.write_event(Event(summary=summary, wall_time=time.time(), step=int(step)))
+
+    def add_summary(self, summary, step: int) -> None:
+        """A ``Summary`` proto (tensorboardX's, TF's wire format) at ``step``."""
+        self._add(summary, step)
 
     def add_scalar(self, tag: str, value, step: int) -> None:
         """A scalar (``float(value)``) at ``step``."""
@@ -155,6 +159,15 @@ def writer_for(logdir: str) -> EventWriter:
             writer = EventWriter(logdir)
             _WRITERS[logdir] = writer
         return writer
+
+
+def flush_writers() -> None:
+    """Flushes every writer of :func:`writer_for` (TF's ``FileWriterCache.clear`` flushes
+    and drops them; the Estimator's hooks keep using theirs, so they stay open)."""
+    with _LOCK:
+        writers = list(_WRITERS.values())
+    for writer in writers:
+        writer.flush()
 
 
 def add_text(writer, tag: str, value: str, step: int) -> None:

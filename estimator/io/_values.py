@@ -36,10 +36,32 @@ class SparseValue(NamedTuple):
 
 class RaggedValue(NamedTuple):
     """A ragged array: flat ``values`` and one row-splits vector per ragged dimension,
-    outermost first (``tf.RaggedTensor.from_nested_row_splits``)."""
+    outermost first (``tf.RaggedTensor.from_nested_row_splits``).
+
+    It offers ``tf.RaggedTensor``'s ``row_splits``, ``nested_row_splits``, ``flat_values``,
+    ``ragged_rank``, ``row_lengths()`` and ``to_list()``. ``values`` is the flat values:
+    TF's ``values`` with one ragged dimension (what ``parse_example`` gives for a
+    ``RaggedFeature`` without partitions); with more, TF's ``values`` is the next ragged
+    level and the flat values are ``flat_values`` in both.
+    """
 
     values: np.ndarray  # shape=[n_values]; float32, int64 or object (bytes)
     nested_row_splits: tuple[np.ndarray, ...]  # each shape=[rows + 1], int32 or int64
+
+    @property
+    def row_splits(self) -> np.ndarray:
+        """The outermost row splits (``[rows + 1]``)."""
+        return self.nested_row_splits[0]
+
+    @property
+    def flat_values(self) -> np.ndarray:
+        """The innermost values (``values``)."""
+        return self.values
+
+    @property
+    def ragged_rank(self) -> int:
+        """The number of ragged dimensions."""
+        return len(self.nested_row_splits)
 
     def to_list(self) -> list:
         """Nested Python lists, as ``tf.RaggedTensor.to_list``."""

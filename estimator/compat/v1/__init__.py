@@ -29,6 +29,9 @@ for TF 1 code is said where it happens; the main points:
   (``tf.train``); ``compute_gradients`` returns symbolic gradients.
 * ``tf.metrics.*`` return ``(value, update_op)`` pairs backed by streaming metrics.
 * ``control_dependencies`` / ``UPDATE_OPS`` are no-ops (batch norm updates itself).
+* ``tf.Session``, ``tf.get_default_graph`` and ``tf.reset_default_graph`` serve a
+  program's epilogue only (``_session``); ``tf.__version__`` is the TF 1 API level
+  followed (``1.15``).
 * A symbol outside the covered surface raises
   :class:`~estimator.compat.UnsupportedSymbolError` naming it and its replacement;
   ``python -m estimator.compat.check program.py`` lists what a program uses.
@@ -65,6 +68,7 @@ from estimator.compat.v1 import metrics as metrics
 from estimator.compat.v1 import nn as nn
 from estimator.compat.v1 import python_io as python_io
 from estimator.compat.v1 import random as random
+from estimator.compat.v1 import saved_model as saved_model
 from estimator.compat.v1 import strings as strings
 from estimator.compat.v1 import summary as summary
 from estimator.compat.v1 import tpu as tpu
@@ -76,7 +80,10 @@ from estimator.compat.v1._config import GraphOptions as GraphOptions
 from estimator.compat.v1._config import OptimizerOptions as OptimizerOptions
 from estimator.compat.v1._graph import GraphKeys as GraphKeys
 from estimator.compat.v1._graph import add_to_collection as add_to_collection
-from estimator.compat.v1.data._readers import decode_csv as decode_csv
+from estimator.compat.v1._session import Session as Session
+from estimator.compat.v1._session import get_default_graph as get_default_graph
+from estimator.compat.v1._session import reset_default_graph as reset_default_graph
+from estimator.compat.v1.io import decode_csv as decode_csv
 from estimator.compat.v1.initializers import constant_initializer as constant_initializer
 from estimator.compat.v1.initializers import (
     glorot_normal_initializer as glorot_normal_initializer,
@@ -107,9 +114,14 @@ from estimator.compat.v1.io import parse_single_example as parse_single_example
 from estimator.compat.v1.io import parse_single_sequence_example as parse_single_sequence_example
 from estimator.compat.v1.strings import as_string as as_string
 from estimator.compat.v1.strings import regex_full_match as regex_full_match
+from estimator.compat.v1.strings import string_split as string_split
+from estimator.compat.v1.summary import Summary as Summary
 from estimator.compat.v1.train._optimizers import gradients as gradients
 
 flags = app.flags  # tf.flags: absl's flags, as TF's
+
+#: The TF 1 API level this namespace follows (TF's ``tf.__version__``, ``tf.VERSION``).
+__version__ = VERSION = "1.15.0"
 
 # TF 1's top-level names of tf.strings ops.
 string_join = strings.join
@@ -153,6 +165,7 @@ _MODULES = [
     "nn",
     "python_io",
     "random",
+    "saved_model",
     "strings",
     "summary",
     "tpu",
@@ -168,6 +181,12 @@ __all__ = sorted(
         "tuple",
         "Tensor",
         "GraphKeys",
+        "Session",
+        "Summary",
+        "VERSION",
+        "get_default_graph",
+        "reset_default_graph",
+        "string_split",
         "ConfigProto",
         "GPUOptions",
         "GraphOptions",

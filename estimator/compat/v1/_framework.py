@@ -36,6 +36,7 @@ from estimator.model import variables as _variables
 
 __all__ = [
     "AUTO_REUSE",
+    "Variable",
     "get_variable",
     "tables_initializer",
     "variable_scope",
@@ -115,6 +116,49 @@ def get_variable(
         trainable,
     )
     return value if constraint is None else constraint(value)
+
+
+def Variable(  # noqa: N802 (TF's name)
+    initial_value=None,
+    trainable=None,
+    collections=None,
+    validate_shape=True,
+    caching_device=None,
+    name=None,
+    variable_def=None,
+    dtype=None,
+    expected_shape=None,
+    import_scope=None,
+    constraint=None,
+    use_resource=None,
+    synchronization=None,
+    aggregation=None,
+    shape=None,
+):
+    """``tf.Variable(initial_value, name=...)`` inside ``model_fn``: a variable of the
+    Estimator (``estimator.get_variable``) named ``name`` or TF's ``Variable``,
+    ``Variable_1``, ... in the current scope, starting at ``initial_value``.
+
+    What differs from TF: the result is the variable's value (a jax array, as
+    ``tf.get_variable``'s here), not an object with ``assign``/``initializer`` (use
+    ``tf.assign(v, value)`` on a ``trainable=False`` variable); ``initial_value`` is
+    computed on every call (only the first, when the model is initialised, is used).
+
+    Raises:
+      ValueError: no ``initial_value`` (TF's message).
+      RuntimeError: outside ``model_fn``.
+    """
+    del collections, validate_shape, caching_device, variable_def, expected_shape
+    del import_scope, use_resource, synchronization, aggregation, shape
+    if initial_value is None:
+        raise ValueError("initial_value must be specified.")
+    if callable(initial_value):
+        initial_value = initial_value()
+    value = jnp.asarray(initial_value, _dtype(dtype))
+    unique = _variables.unique_name(name or "Variable")
+    trainable = True if trainable is None else bool(trainable)
+    result = _variables.get_variable(unique, None, value.dtype, value, None, trainable)
+    return result if constraint is None else constraint(result)
 
 
 def variable_scope(

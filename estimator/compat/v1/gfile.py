@@ -15,6 +15,7 @@ import shutil
 import types
 
 from estimator.compat._unsupported import module_getattr
+from estimator.compat.v1 import _gfile_errors
 from estimator.io import fs
 
 __all__ = [
@@ -92,7 +93,7 @@ def MakeDirs(dirname) -> None:  # noqa: N802
 
 def MkDir(dirname) -> None:  # noqa: N802
     path = _path(dirname)
-    if not fs.is_url(path):
+    if not fs.is_url(path) and not os.path.isdir(path):  # an existing one is fine (TF's)
         os.mkdir(path)
 
 
@@ -172,3 +173,6 @@ rmtree = DeleteRecursively
 copy = Copy
 rename = Rename
 walk = Walk
+
+# TF's error classes (tf.errors.NotFoundError, ...) for what the functions above raise.
+_gfile_errors.apply(globals())

@@ -7,6 +7,14 @@ values, dense_shape: TF's ``SparseTensorValue``), which feature columns read as 
 ``tf.data`` pipeline, parse batches (``dataset.batch(n).map(parse_example)``, TF's
 recommended order) or parse each record and batch after (``batch`` joins the sparse values
 of ``VarLenFeature``s as TF's batches ``SparseTensor``s; ragged values are not batched).
+
+Errors are TF's classes (``errors``): a bad value in the data (a wrong type or length, a
+missing required feature, bytes that are not an ``Example``, a CSV field that does not
+parse) raises ``tf.errors.InvalidArgumentError`` (also a ``ValueError``, the native
+class), a damaged TFRecord ``tf.errors.DataLossError`` (also an
+``estimator.io.CorruptRecordError``), a missing file ``tf.errors.NotFoundError`` (also a
+``FileNotFoundError``). A bad spec is a ``ValueError``/``TypeError`` raised before any data
+is read, as TF 1 raises it while building the graph.
 """
 
 from __future__ import annotations
@@ -18,14 +26,16 @@ import numpy as np
 from estimator import io as _io
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1 import gfile as gfile
-from estimator.compat.v1.data._readers import decode_csv as decode_csv
+from estimator.compat.v1.data import _readers
+from estimator.compat.v1.errors import InvalidArgumentError, raising_tf_errors, with_tf_errors
+from estimator.io._parse import check_specs
 from estimator.io import FixedLenFeature as FixedLenFeature
 from estimator.io import FixedLenSequenceFeature as FixedLenSequenceFeature
 from estimator.io import RaggedFeature as RaggedFeature
 from estimator.io import SparseFeature as SparseFeature
 from estimator.io import VarLenFeature as VarLenFeature
 from estimator.io.tfrecord import TFRecordOptions as TFRecordOptions
-from estimator.io.tfrecord import TFRecordWriter as TFRecordWriter
+from estimator.io.tfrecord import TFRecordWriter as _TFRecordWriter
 
 __all__ = [
     "FixedLenFeature",
@@ -63,24 +73,64 @@ def _scalar(serialized: Any) -> Any:
     return serialized
 
 
+decode_csv = with_tf_errors(_readers.decode_csv, InvalidArgumentError)
+decode_csv.__doc__ = f"""{_readers.decode_csv.__doc__}
+    A record that does not parse raises ``tf.errors.InvalidArgumentError`` (TF's class;
+    also a ``ValueError``).
+"""
+
+
+class TFRecordWriter(_TFRecordWriter):
+    """``tf.io.TFRecordWriter`` (``estimator.io.TFRecordWriter``); a directory that does not
+    exist raises ``tf.errors.NotFoundError`` (also a ``FileNotFoundError``), as TF's."""
+
+    def __init__(self, path, options=None) -> None:
+        with raising_tf_errors():
+            super().__init__(path, options)
+
+
 def parse_example(serialized, features, name=None, example_names=None) -> dict:
     """``tf.io.parse_example`` (TF 1's argument order: ``name`` before
-    ``example_names``); see ``estimator.io.parse_example``."""
-    return _io.parse_example(serialized, features, example_names)
+    ``example_names``); see ``estimator.io.parse_example``.
+
+    Raises:
+      ValueError, TypeError: a bad spec (before reading the data, as TF 1's graph).
+      tf.errors.InvalidArgumentError: a bad example (TF's message first).
+    """
+    check_specs(features)
+    with raising_tf_errors(InvalidArgumentError):
+        return _io.parse_example(serialized, features, example_names)
 
 
 def parse_single_example(serialized, features, name=None, example_names=None) -> dict:
-    """``tf.io.parse_single_example``; see ``estimator.io.parse_single_example``."""
-    return _io.parse_single_example(_scalar(serialized), features)
+    """``tf.io.parse_single_example``; see ``estimator.io.parse_single_example``.
+
+    Raises:
+      ValueError, TypeError: a bad spec, or ``serialized`` not one string.
+      tf.errors.InvalidArgumentError: a bad example (TF's message first).
+    """
+    check_specs(features)
+    serialized = _scalar(serialized)
+    if not isinstance(serialized, bytes):
+        return _io.parse_single_example(serialized, features)  # its ValueError, as TF's
+    with raising_tf_errors(InvalidArgumentError):
+        return _io.parse_single_example(serialized, features)
 
 
 def parse_sequence_example(
     serialized, context_features=None, sequence_features=None, example_names=None, name=None
 ):
-    """``tf.io.parse_sequence_example``: ``(context, feature_lists, lengths)``."""
-    return _io.parse_sequence_example(
-        serialized, context_features, sequence_features, example_names
-    )
+    """``tf.io.parse_sequence_example``: ``(context, feature_lists, lengths)``.
+
+    Raises:
+      ValueError, TypeError: a bad spec.
+      tf.errors.InvalidArgumentError: a bad example (TF's message first).
+    """
+    _check_sequence_specs(context_features, sequence_features)
+    with raising_tf_errors(InvalidArgumentError):
+        return _io.parse_sequence_example(
+            serialized, context_features, sequence_features, example_names
+        )
 
 
 def parse_single_sequence_example(
@@ -90,12 +140,34 @@ def parse_single_sequence_example(
     example_name=None,
     name=None,
 ):
-    """``tf.io.parse_single_sequence_example``: ``(context, feature_lists)``."""
-    return _io.parse_single_sequence_example(
-        _scalar(serialized), context_features, sequence_features, example_name
-    )
+    """``tf.io.parse_single_sequence_example``: ``(context, feature_lists)``.
+
+    Raises:
+      ValueError, TypeError: a bad spec, or ``serialized`` not one string.
+      tf.errors.InvalidArgumentError: a bad example (TF's message first).
+    """
+    _check_sequence_specs(context_features, sequence_features)
+    serialized = _scalar(serialized)
+    if not isinstance(serialized, bytes):
+        return _io.parse_single_sequence_example(serialized, context_features, sequence_features)
+    with raising_tf_errors(InvalidArgumentError):
+        return _io.parse_single_sequence_example(
+            serialized, context_features, sequence_features, example_name
+        )
+
+
+def _check_sequence_specs(context_features, sequence_features) -> None:
+    """The spec errors of ``parse_sequence_example`` (``ValueError``/``TypeError``), raised
+    by parsing no record."""
+    _io.parse_sequence_example([], context_features, sequence_features)
 
 
 def tf_record_iterator(path, options=None):
-    """``tf.io.tf_record_iterator``: the records of one TFRecord file."""
-    return _io.tfrecord.tf_record_iterator(path, options)
+    """``tf.io.tf_record_iterator``: the records of one TFRecord file.
+
+    Raises:
+      tf.errors.NotFoundError: no such file (when iterated).
+      tf.errors.DataLossError: a truncated or corrupt record, after the good ones before it.
+    """
+    with raising_tf_errors():
+        yield from _io.tfrecord.tf_record_iterator(path, options)

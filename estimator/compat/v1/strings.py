@@ -11,10 +11,14 @@ and returns ``bytes`` in ``object`` arrays, as TF's ``numpy()`` does.
 * ``strip``, ``lower``, ``upper`` (ASCII, as TF's default ``encoding=''``), ``length``
   (bytes, TF's default ``unit='BYTE'``), ``join``, ``regex_full_match`` (Python's ``re``
   on bytes; TF uses RE2, whose syntax agrees for ordinary patterns), ``to_number``,
-  ``as_string``.
+  ``as_string``;
+* ``split`` (``tf.strings.split``) and TF 1's ``tf.string_split``: the tokens of each
+  string of a 1-D batch as TF's ``SparseTensor`` (``estimator.io.SparseValue``: indices,
+  values, dense_shape) or, with ``result_type="RaggedTensor"``, a
+  ``estimator.io.RaggedValue``.
 
-Others (``split``, ``substr``, ``unicode_*``, the keyed ``to_hash_bucket_strong`` and the
-legacy ``to_hash_bucket``) are refused with the replacement named.
+Others (``substr``, ``unicode_*``, the keyed ``to_hash_bucket_strong`` and the legacy
+``to_hash_bucket``) are refused with the replacement named.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import numpy as np
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1._base import dtype as _dtype
 from estimator.compat.v1._base import tf_strings
+from estimator.io import RaggedValue, SparseValue
 from estimator.preprocessing import fingerprint64
 
 __all__ = [
@@ -40,6 +45,8 @@ __all__ = [
     "regex_full_match",
     "to_number",
     "as_string",
+    "split",
+    "string_split",
 ]
 
 __getattr__ = module_getattr("tf.strings", __name__)
@@ -185,3 +192,79 @@ def as_string(
     out = np.empty(array.shape, dtype=object)
     out.ravel()[:] = [item.encode() for item in items]
     return out
+
+
+def _tokens(source: Any, split: Callable[[bytes], list], what: str) -> list[list[bytes]]:
+    array = _strings(source, what)
+    if array.ndim != 1:
+        raise ValueError(
+            f"{what} takes a 1-D batch of strings (TF's source must be a vector); got shape "
+            f"{list(array.shape)}. Reshape it with tf.reshape(source, [-1])."
+        )
+    return [split(s) for s in array.tolist()]
+
+
+def _split_result(rows: list[list[bytes]], result_type: str) -> SparseValue | RaggedValue:
+    counts = np.asarray([len(r) for r in rows], np.int64)
+    values = np.empty(int(counts.sum()), dtype=object)
+    values[:] = [t for r in rows for t in r]
+    if result_type == "RaggedTensor":
+        return RaggedValue(values, (np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),))
+    if result_type != "SparseTensor":
+        raise ValueError(
+            f"result_type must be 'SparseTensor' or 'RaggedTensor'; got {result_type!r}."
+        )
+    row = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+    column = np.concatenate([np.arange(c, dtype=np.int64) for c in counts] or [[]])
+    shape = np.asarray([len(rows), int(counts.max()) if len(rows) else 0], np.int64)
+    return SparseValue(np.stack([row, column.astype(np.int64)], 1).reshape(-1, 2), values, shape)
+
+
+def string_split(source, delimiter=" ", skip_empty=True, result_type="SparseTensor", sep=None):
+    """``tf.string_split`` (TF 1): splits each string of the 1-D ``source`` on any of the
+    characters (bytes) of ``delimiter``; an empty ``delimiter`` splits into single bytes.
+
+    Args:
+      source: a 1-D batch of strings.
+      delimiter: the delimiter characters (``sep`` is its newer name).
+      skip_empty: drop empty tokens (default, as TF).
+      result_type: ``"SparseTensor"`` (a ``SparseValue`` ``[batch, max tokens]``) or
+        ``"RaggedTensor"`` (a ``RaggedValue``).
+
+    Returns:
+      The tokens (``bytes``) of row ``i`` at indices ``[i, 0..k)``.
+
+    Raises:
+      ValueError: ``source`` not 1-D, or an unknown ``result_type``.
+    """
+    delimiter = sep if sep is not None else delimiter
+    delims = delimiter.encode() if isinstance(delimiter, str) else bytes(delimiter)
+
+    def split(text: bytes) -> list[bytes]:
+        if not delims:
+            return [text[i : i + 1] for i in range(len(text))]
+        tokens = re.split(b"[" + re.escape(delims) + b"]", text)
+        return [t for t in tokens if t] if skip_empty else tokens
+
+    return _split_result(_tokens(source, split, "tf.string_split"), result_type)
+
+
+def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor", source=None, name=None):  # noqa: A002
+    """``tf.strings.split`` (TF 1.15's ``tf.compat.v1.strings.split``): splits each string
+    of a 1-D batch on ``sep`` (a whole string; None: on runs of whitespace, dropping empty
+    tokens, as Python's ``bytes.split()``), at most ``maxsplit`` times (-1: no limit).
+
+    Returns:
+      A ``SparseValue`` (default) or, with ``result_type="RaggedTensor"``, a
+      ``RaggedValue``.
+
+    Raises:
+      ValueError: a 1-D batch was not given, or an empty ``sep``.
+    """
+    del name
+    value = input if input is not None else source
+    if sep is not None and not sep:
+        raise ValueError("sep must not be empty (TF: an empty separator is not allowed).")
+    sep_bytes = None if sep is None else sep.encode() if isinstance(sep, str) else bytes(sep)
+    rows = _tokens(value, lambda s: s.split(sep_bytes, maxsplit), "tf.strings.split")
+    return _split_result(rows, result_type)

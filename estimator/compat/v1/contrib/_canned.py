@@ -26,8 +26,8 @@ from canned.head import (
     RegressionHead,
 )
 from canned.linear import LinearEstimator as LinearEstimator
-from estimator import add_metrics as add_metrics
 from estimator.compat.v1._canned import _REDUCTIONS
+from estimator.compat.v1.estimator import add_metrics as add_metrics
 from estimator.compat.v1.losses import Reduction
 from estimator.experimental import InMemoryEvaluatorHook as InMemoryEvaluatorHook
 from estimator.experimental import (

@@ -27,6 +27,13 @@ Both give TF's elements in TF's order of operations. Differences from ``tf.data`
   prefetches batches in the background); ``cache`` keeps nothing (sources are in memory).
 * A ``map`` that draws random numbers runs element by element (each element its own
   draw, from NumPy).
+
+Values and errors are TF's: ``as_numpy_iterator()`` (and iterating the dataset, as TF's
+eager iteration) gives a scalar string as ``bytes``, a numeric scalar as a NumPy scalar and
+everything else as NumPy arrays; an error while reading is raised as TF's class
+(``tf.errors.DataLossError`` for a damaged TFRecord, ``NotFoundError`` for a missing file,
+``InvalidArgumentError`` for a bad value, each also the native exception's class: see
+``estimator.compat.v1.errors``).
 """
 
 from __future__ import annotations
@@ -40,9 +47,11 @@ import jax
 import numpy as np
 
 from estimator.compat._unsupported import unsupported
+from estimator.compat.v1._base import tf_strings
 from estimator.compat.v1.data import _columnar, _elements
 from estimator.compat.v1.data._iterator import Iterator as TFIterator
 from estimator.compat.v1.data._pipeline import Op, Source, call_map
+from estimator.compat.v1.errors import InvalidArgumentError, raising_tf_errors, tf_error
 from estimator.inputs import apply_to_rows
 
 __all__ = ["Dataset", "AUTOTUNE", "set_default_seed"]
@@ -60,6 +69,8 @@ def _to_numpy(tree: Any) -> Any:
     def leaf(x):
         if isinstance(x, np.ndarray):
             return x
+        if isinstance(x, bytes | str):  # a tf.string scalar (NumPy's "S" would drop NULs)
+            return tf_strings(x)
         array = np.asarray(x)
         if array.dtype == np.float64 and isinstance(x, (float, list)):
             array = array.astype(np.float32)  # Python floats are float32 tensors in TF
@@ -144,11 +155,13 @@ class Dataset:
         reproducible, from ``seed`` or ``tf.set_random_seed``'s value).
 
         Raises:
-          ValueError: "No files matched pattern: ..." (TF's InvalidArgumentError).
+          tf.errors.InvalidArgumentError: "No files matched pattern: ..." (TF's class; also a
+            ``ValueError``).
         """
         from estimator.io import tfrecord
 
-        names = tfrecord.list_files(np.ravel(file_pattern).tolist())
+        with raising_tf_errors(InvalidArgumentError):
+            names = tfrecord.list_files(np.ravel(file_pattern).tolist())
         if shuffle is None or shuffle:
             rng = np.random.default_rng(_SEED["value"] if seed is None else int(seed))
             names = [names[i] for i in rng.permutation(len(names))]
@@ -220,10 +233,13 @@ class Dataset:
         """Randomly shuffles the elements (see the module docstring for the order drawn).
 
         Raises:
-          ValueError: ``buffer_size`` < 1 (AUTOTUNE is refused, as TF).
+          tf.errors.InvalidArgumentError: ``buffer_size`` < 1 (AUTOTUNE is refused, as TF).
         """
         if int(buffer_size) < 1:
-            raise ValueError(f"buffer_size must be greater than zero, got {buffer_size}.")
+            raise _invalid(
+                "buffer_size must be greater than zero or UNKNOWN_CARDINALITY.",
+                f"Got {buffer_size}.",
+            )
         reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
         return self._then("shuffle", int(buffer_size), seed, reshuffle)
 
@@ -244,11 +260,42 @@ class Dataset:
         ``drop_remainder``).
 
         Raises:
-          ValueError: ``batch_size`` < 1.
+          tf.errors.InvalidArgumentError: ``batch_size`` < 1.
         """
         if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be greater than zero, got {batch_size}.")
+            raise _invalid("Batch size must be greater than zero.", f"Got {batch_size}.")
         return self._then("batch", int(batch_size), bool(drop_remainder))
+
+    def padded_batch(
+        self,
+        batch_size,
+        padded_shapes=None,
+        padding_values=None,
+        drop_remainder=False,
+        name=None,
+    ) -> Dataset:
+        """Stacks ``batch_size`` consecutive elements, each component padded at the end of
+        every axis to ``padded_shapes`` (TF 2.15's ``Dataset.padded_batch``).
+
+        Args:
+          batch_size: elements per batch (the last one may be smaller unless
+            ``drop_remainder``).
+          padded_shapes: the element's structure of shapes (lists or tuples of ints); a
+            ``None`` or ``-1`` dimension pads to the longest in the batch. None (the
+            default) pads every dimension so.
+          padding_values: the element's structure of scalars, or one scalar for all
+            components (default ``0``, and ``b""`` for strings).
+          drop_remainder: drop a last, smaller batch.
+
+        Raises:
+          tf.errors.InvalidArgumentError: ``batch_size`` < 1; when read, an element larger
+            than its padded shape (TF's message).
+        """
+        if int(batch_size) < 1:
+            raise _invalid("Batch size must be greater than zero.", f"Got {batch_size}.")
+        return self._then(
+            "padded_batch", int(batch_size), padded_shapes, padding_values, bool(drop_remainder)
+        )
 
     def take(self, count, name=None) -> Dataset:
         """The first ``count`` elements (-1: all)."""
@@ -262,10 +309,13 @@ class Dataset:
         """Every ``num_shards``-th element from ``index`` on.
 
         Raises:
-          ValueError: ``index`` outside ``[0, num_shards)``.
+          tf.errors.InvalidArgumentError: ``index`` outside ``[0, num_shards)``.
         """
         if not 0 <= int(index) < int(num_shards):
-            raise ValueError(f"index must be in [0, num_shards), got {index} of {num_shards}.")
+            raise _invalid(
+                f"Index must be between 0 and {int(num_shards) - 1} (currently index = {index}).",
+                "shard(num_shards, index) reads every num_shards-th element from index.",
+            )
         return self._then("shard", int(num_shards), int(index))
 
     def prefetch(self, buffer_size, name=None) -> Dataset:
@@ -284,11 +334,6 @@ class Dataset:
         """``transformation_func(self)``."""
         return transformation_func(self)
 
-    def padded_batch(self, *args, **kwargs):
-        raise unsupported("tf.data.Dataset.padded_batch")
-
-    padded_batch.unsupported_symbol = "tf.data.Dataset.padded_batch"
-
     def make_one_shot_iterator(self):
         """TF 1's iterator; ``get_next()`` is what ``input_fn`` returns (``_iterator``)."""
         return TFIterator(self)
@@ -299,11 +344,17 @@ class Dataset:
 
     # ----- running ------------------------------------------------------------------------
     def as_numpy_iterator(self) -> Iterator:
-        """The elements as NumPy values, in order (what the Estimator reads)."""
+        """The elements as NumPy values, in order (what the Estimator reads): ``bytes`` for
+        a scalar string, a NumPy scalar for a numeric scalar, NumPy arrays otherwise, as
+        TF's.
+
+        Raises:
+          tf.errors.OpError: when an element cannot be read (see the module docstring).
+        """
         plan = _columnar.plan(self._source, self._ops, _SEED["value"])
         if plan is not None:
-            return plan.iterator()
-        return _elements.iterator(self._source, self._ops, _SEED["value"])
+            return _TFElements(plan.iterator())
+        return _TFElements(_elements.iterator(self._source, self._ops, _SEED["value"]))
 
     def __iter__(self) -> Iterator:
         return self.as_numpy_iterator()
@@ -342,6 +393,54 @@ class Dataset:
         return f"<Dataset {self._source.kind}{'.' + ops if ops else ''}>"
 
 
+def _invalid(message: str, detail: str) -> InvalidArgumentError:
+    """TF's ``InvalidArgumentError`` for a bad argument: TF's message, then ours."""
+    return tf_error(ValueError(f"{message} {detail}"), InvalidArgumentError)
+
+
+def _tf_value(value: Any) -> Any:
+    """A value as TF's ``Tensor.numpy()`` gives it: strings as ``bytes`` (in an ``object``
+    array unless a scalar), a numeric scalar as a NumPy scalar."""
+    if isinstance(value, np.generic) and value.dtype.kind in "SUO":
+        value = np.asarray(value)
+    if not isinstance(value, np.ndarray):
+        return value
+    if value.dtype.kind in "SU":
+        value = tf_strings(value)
+    if value.ndim == 0:
+        return value.item() if value.dtype == object else value[()]
+    return value
+
+
+class _TFElements:
+    """The iterator of ``as_numpy_iterator()``: TF's value types and error classes; the
+    epoch marker (``ends_epoch``) of the iterator it wraps passes through."""
+
+    def __init__(self, elements: Iterator) -> None:
+        self._elements = elements
+
+    def __iter__(self) -> _TFElements:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            element = next(self._elements)
+        except StopIteration:
+            raise
+        except Exception as error:
+            translated = tf_error(error, InvalidArgumentError)
+            if translated is error:
+                raise
+            raise translated.with_traceback(error.__traceback__) from error
+        if isinstance(element, np.ndarray):
+            return _tf_value(element)
+        return jax.tree.map(_tf_value, element)
+
+    @property
+    def ends_epoch(self) -> bool:
+        return bool(getattr(self._elements, "ends_epoch", False))
+
+
 class _Planned:
     """A columnar plan's batches (``Dataset.map_rows``), iterable as a dataset is."""
 
@@ -351,7 +450,7 @@ class _Planned:
         self.batch_count = plan.batch_count()
 
     def as_numpy_iterator(self) -> Iterator:
-        return self._plan.iterator()
+        return _TFElements(self._plan.iterator())
 
     def __iter__(self) -> Iterator:
         return self.as_numpy_iterator()

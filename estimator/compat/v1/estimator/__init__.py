@@ -11,7 +11,6 @@ layer, above ``canned``. ``tf.estimator.tpu`` is ``TPUEstimator`` on JAX devices
 
 from __future__ import annotations
 
-from estimator import add_metrics as add_metrics
 from estimator.checkpoint import VocabInfo as VocabInfo
 from estimator.compat._unsupported import module_getattr as _module_getattr
 from estimator.compat.v1._canned import BaselineClassifier as BaselineClassifier
@@ -42,6 +41,7 @@ from estimator.compat.v1.estimator import experimental as experimental
 from estimator.compat.v1.estimator import export as export
 from estimator.compat.v1.estimator import inputs as inputs
 from estimator.compat.v1.estimator import tpu as tpu
+from estimator.compat.v1.estimator._extenders import add_metrics as add_metrics
 from estimator.compat.v1.estimator._spec import EstimatorSpec as EstimatorSpec
 from estimator.config import RunConfig as RunConfig
 from estimator.estimator import Estimator as Estimator

@@ -15,6 +15,7 @@ from estimator.checkpoint import list_variables as _list_variables
 from estimator.checkpoint import load_variable as _load_variable
 from estimator.checkpoint.vocab_remap import VocabInfo as VocabInfo
 from estimator.compat._unsupported import module_getattr
+from estimator.compat.v1.errors import raising_tf_errors, tf_error
 from estimator.compat.v1.train._init_from import init_from_checkpoint as init_from_checkpoint
 from estimator.compat.v1.train._optimizers import AdadeltaOptimizer as AdadeltaOptimizer
 from estimator.compat.v1.train._optimizers import AdagradOptimizer as AdagradOptimizer
@@ -54,6 +55,7 @@ from estimator.hooks.session_run_hook import SessionRunArgs as SessionRunArgs
 from estimator.hooks.session_run_hook import SessionRunContext as SessionRunContext
 from estimator.hooks.session_run_hook import SessionRunHook as SessionRunHook
 from estimator.hooks.session_run_hook import SessionRunValues as SessionRunValues
+from estimator.io import fs as _fs
 from estimator.io.protos import BytesList as BytesList
 from estimator.io.protos import Example as Example
 from estimator.io.protos import Feature as Feature
@@ -182,16 +184,49 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None):
 
 
 def _checkpoint(ckpt_dir_or_file):
+    """The checkpoint ``ckpt_dir_or_file`` names (itself, or a directory's latest)."""
     path = _latest_checkpoint(ckpt_dir_or_file)
-    return path if path is not None else ckpt_dir_or_file
+    if path is not None:
+        return path
+    if not _fs.exists(ckpt_dir_or_file):
+        raise tf_error(
+            FileNotFoundError(
+                "Unsuccessful TensorSliceReader constructor: Failed to find any matching files "
+                f"for {ckpt_dir_or_file}"
+            )
+        )
+    return ckpt_dir_or_file
 
 
 def list_variables(ckpt_dir_or_file):
     """``tf.train.list_variables``: ``[(name, shape)]`` of a checkpoint or of the latest
-    one in a directory."""
-    return _list_variables(_checkpoint(ckpt_dir_or_file))
+    one in a directory.
+
+    Raises:
+      tf.errors.NotFoundError: no checkpoint there (TF's message).
+      tf.errors.DataLossError: a damaged checkpoint.
+    """
+    path = _checkpoint(ckpt_dir_or_file)
+    with raising_tf_errors():
+        return _list_variables(path)
 
 
 def load_variable(ckpt_dir_or_file, name):
-    """``tf.train.load_variable``: one variable's value as a NumPy array."""
-    return _load_variable(_checkpoint(ckpt_dir_or_file), name.removesuffix(":0"))
+    """``tf.train.load_variable``: one variable's value as a NumPy array.
+
+    Raises:
+      tf.errors.NotFoundError: no checkpoint there, or no such variable in it (TF's
+        messages first).
+      tf.errors.DataLossError: a damaged checkpoint.
+    """
+    path = _checkpoint(ckpt_dir_or_file)
+    name = name.removesuffix(":0")
+    with raising_tf_errors():
+        names = {n for n, _ in _list_variables(path)}
+    if name not in names:
+        raise tf_error(
+            FileNotFoundError(f"Key {name} not found in checkpoint {path}"),
+            message=f"Key {name} not found in checkpoint",
+        )
+    with raising_tf_errors():
+        return _load_variable(path, name)
