@@ -9,7 +9,7 @@ from estimator.estimator import Estimator
 from estimator.fn_args import fn_args
 from estimator.mode_keys import ModeKeys
 
-__all__ = ["add_metrics"]
+__all__ = ["add_metrics", "with_model_fn"]
 
 _METRIC_FN_ARGS = ("labels", "predictions", "features", "config")
 _MODEL_FN_ARGS = ("labels", "mode", "params", "config")
@@ -51,8 +51,16 @@ def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
         new = metric_fn(**{k: v for k, v in given.items() if k in fn_args(metric_fn)})
         return spec._replace(eval_metric_ops={**(spec.eval_metric_ops or {}), **new})
 
+    return with_model_fn(estimator, new_model_fn)
+
+
+def with_model_fn(estimator: Estimator, model_fn: Callable) -> Estimator:
+    """A new Estimator running ``model_fn`` (``(features, labels, mode, params, config)``)
+    on ``estimator``'s ``model_dir``, config, params, warm start and host-side transform
+    (what the extenders return)."""
+    runtime = estimator.runtime
     return Estimator(
-        new_model_fn,
+        model_fn,
         model_dir=estimator.model_dir,
         config=estimator.config,
         params=estimator.params,

@@ -18,6 +18,7 @@ from canned.rnn._cells import LSTMCell as LSTMCell
 from canned.rnn._cells import SimpleRNNCell as SimpleRNNCell
 from canned.rnn._cells import StackedRNNCells as StackedRNNCells
 from canned.rnn._cells import rnn as rnn
+from canned.rnn._cells import scan as scan
 from canned.rnn._estimator import USE_DEFAULT as USE_DEFAULT
 from canned.rnn._estimator import RNNClassifier as RNNClassifier
 from canned.rnn._estimator import RNNEstimator as RNNEstimator
@@ -31,4 +32,5 @@ __all__ = [
     "SimpleRNNCell",
     "StackedRNNCells",
     "rnn",
+    "scan",
 ]

@@ -10,8 +10,10 @@ A cell creates its variables with ``estimator.get_variable`` in the current vari
 
 The cell protocol, for a custom cell given through ``rnn_cell_fn``: ``name`` (Keras's base
 name, made unique per layer), ``state_size`` (a tuple of ints, the first one the output
-size), ``build(input_dim) -> params`` and ``project(params, x) -> z`` (``x`` ``[..., in]``),
-``step(params, z_t, states) -> (output, states)``.
+size unless the cell has an ``output_size``), ``build(input_dim) -> params`` and
+``project(params, x) -> z`` (``x`` ``[..., in]``; ``z`` any pytree of arrays with the same
+leading axes), ``step(params, z_t, states) -> (output, states)``. :func:`scan` runs one
+built cell over a sequence.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from jax import lax
 from estimator import initializers
 from estimator.model import variables as est_variables
 
-__all__ = ["GRUCell", "LSTMCell", "SimpleRNNCell", "StackedRNNCells", "rnn"]
+__all__ = ["GRUCell", "LSTMCell", "SimpleRNNCell", "StackedRNNCells", "rnn", "scan"]
 
 
 def _kernel(name: str, shape: tuple[int, int]) -> jax.Array:
@@ -203,29 +205,50 @@ def _check_cell(cell: Any) -> None:
         )
 
 
-def _scan_layer(cell, inputs: jax.Array, mask: jax.Array) -> jax.Array:
-    """One cell over ``inputs [B, T, in]`` with ``mask [B, T]``: outputs ``[B, T, out]``.
+def scan(
+    cell: Any,
+    params: Any,
+    inputs: jax.Array,
+    mask: jax.Array,
+    initial_state: Any = None,
+    zero_output_for_mask: bool = False,
+) -> tuple[jax.Array, Any]:
+    """One built cell over ``inputs [B, T, in]`` with ``mask [B, T]``: ``(outputs [B, T,
+    out], final state)``, as one ``jax.lax.scan`` (``project`` runs once for all steps).
 
-    As Keras's ``backend.rnn`` with a mask: at a masked step the states are kept and the
-    output repeats the previous one (zeros before the first step).
+    At a masked step the state is kept and the output repeats the previous one (zeros before
+    the first step: Keras's ``backend.rnn``), or is zeros with ``zero_output_for_mask``
+    (TF 1's ``dynamic_rnn`` past ``sequence_length``). The state is a pytree whose leaves
+    are ``[B, n]`` arrays: ``initial_state``, or zeros of ``cell.state_size`` (a tuple of
+    ints, possibly nested). The output size is ``cell.output_size`` when the cell has one,
+    else ``state_size[0]``. This is the hook ``estimator.compat``'s ``tf.nn.dynamic_rnn``
+    runs TF 1's cells through.
     """
-    params = cell.build(inputs.shape[-1])
     z = cell.project(params, jnp.swapaxes(inputs, 0, 1))  # [T, B, k]: one matmul for all steps
     batch = inputs.shape[0]
-    states = tuple(jnp.zeros((batch, n), inputs.dtype) for n in cell.state_size)
-    previous = jnp.zeros((batch, cell.state_size[0]), inputs.dtype)
+    if initial_state is None:
+        initial_state = jax.tree.map(lambda n: jnp.zeros((batch, n), inputs.dtype), cell.state_size)
+    out_size = getattr(cell, "output_size", None) or cell.state_size[0]
+    previous = jnp.zeros((batch, out_size), inputs.dtype)
 
     def body(carry, step_inputs):
         states, previous = carry
         z_t, m_t = step_inputs
         output, new_states = cell.step(params, z_t, states)
         keep = m_t[:, None]
-        new_states = tuple(jnp.where(keep, n, s) for n, s in zip(new_states, states, strict=True))
-        output = jnp.where(keep, output, previous)
+        new_states = jax.tree.map(lambda n, s: jnp.where(keep, n, s), new_states, states)
+        output = jnp.where(keep, output, 0.0 if zero_output_for_mask else previous)
         return (new_states, output), output
 
-    _, outputs = lax.scan(body, (states, previous), (z, jnp.swapaxes(mask, 0, 1)))
-    return jnp.swapaxes(outputs, 0, 1)
+    carry = (initial_state, previous)
+    (state, _), outputs = lax.scan(body, carry, (z, jnp.swapaxes(mask, 0, 1)))
+    return jnp.swapaxes(outputs, 0, 1), state
+
+
+def _scan_layer(cell, inputs: jax.Array, mask: jax.Array) -> jax.Array:
+    """One cell over ``inputs [B, T, in]``: outputs ``[B, T, out]`` (Keras's masking)."""
+    params = cell.build(inputs.shape[-1])
+    return scan(cell, params, inputs, mask)[0]
 
 
 def rnn(

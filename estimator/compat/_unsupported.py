@@ -128,8 +128,8 @@ HINTS["tf.train.NewCheckpointReader"] = (
 PREFIX_HINTS: dict[str, str] = {
     "tf.contrib.": (
         "Only part of tf.contrib is provided (layers, framework, lookup, data, estimator, "
-        "metrics, tpu, summary: see estimator.compat.v1.contrib); TensorFlow 2 removed the "
-        "rest, and its replacement depends on the op."
+        "metrics, tpu, summary, rnn, crf: see estimator.compat.v1.contrib); TensorFlow 2 "
+        "removed the rest, and its replacement depends on the op."
     ),
     "tf.keras.": (
         "Keras models and layers are not provided: build the model in model_fn with "

@@ -83,7 +83,6 @@ from estimator.compat.v1._graph import add_to_collection as add_to_collection
 from estimator.compat.v1._session import Session as Session
 from estimator.compat.v1._session import get_default_graph as get_default_graph
 from estimator.compat.v1._session import reset_default_graph as reset_default_graph
-from estimator.compat.v1.io import decode_csv as decode_csv
 from estimator.compat.v1.initializers import constant_initializer as constant_initializer
 from estimator.compat.v1.initializers import (
     glorot_normal_initializer as glorot_normal_initializer,
@@ -109,6 +108,7 @@ from estimator.compat.v1.io import FixedLenFeature as FixedLenFeature
 from estimator.compat.v1.io import FixedLenSequenceFeature as FixedLenSequenceFeature
 from estimator.compat.v1.io import SparseFeature as SparseFeature
 from estimator.compat.v1.io import VarLenFeature as VarLenFeature
+from estimator.compat.v1.io import decode_csv as decode_csv
 from estimator.compat.v1.io import parse_example as parse_example
 from estimator.compat.v1.io import parse_single_example as parse_single_example
 from estimator.compat.v1.io import parse_single_sequence_example as parse_single_sequence_example

@@ -28,12 +28,12 @@ from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1 import gfile as gfile
 from estimator.compat.v1.data import _readers
 from estimator.compat.v1.errors import InvalidArgumentError, raising_tf_errors, with_tf_errors
-from estimator.io._parse import check_specs
 from estimator.io import FixedLenFeature as FixedLenFeature
 from estimator.io import FixedLenSequenceFeature as FixedLenSequenceFeature
 from estimator.io import RaggedFeature as RaggedFeature
 from estimator.io import SparseFeature as SparseFeature
 from estimator.io import VarLenFeature as VarLenFeature
+from estimator.io._parse import check_specs
 from estimator.io.tfrecord import TFRecordOptions as TFRecordOptions
 from estimator.io.tfrecord import TFRecordWriter as _TFRecordWriter
 

@@ -1,5 +1,7 @@
 """``tf.nn`` (TF 1.15's ``tf.compat.v1.nn``): activations, losses on logits, dropout,
-embedding lookups and the low-level conv/pool ops, on ``jax.nn`` / ``jax.lax``.
+embedding lookups, the low-level conv/pool ops, on ``jax.nn`` / ``jax.lax``, and TF 1's
+recurrent cells (``rnn_cell``) with ``dynamic_rnn`` / ``bidirectional_dynamic_rnn``
+(``_rnn``).
 
 Numerics follow TF's kernels: ``sigmoid_cross_entropy_with_logits`` is
 ``max(x, 0) - x z + log(1 + exp(-|x|))``; the softmax cross entropies are
@@ -16,12 +18,18 @@ import numpy as np
 
 from estimator import layers as _layers
 from estimator.compat._unsupported import module_getattr
+from estimator.compat.v1 import rnn_cell as rnn_cell
 from estimator.compat.v1._base import axis_arg, op
 from estimator.compat.v1._math_ops import in_top_k, sigmoid, softplus, tanh, top_k
+from estimator.compat.v1._rnn import bidirectional_dynamic_rnn as bidirectional_dynamic_rnn
+from estimator.compat.v1._rnn import dynamic_rnn as dynamic_rnn
 from estimator.layers import convolution
 from estimator.model.variables import next_rng_key
 
 __all__ = [
+    "rnn_cell",
+    "dynamic_rnn",
+    "bidirectional_dynamic_rnn",
     "relu",
     "relu6",
     "elu",

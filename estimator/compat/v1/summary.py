@@ -19,10 +19,10 @@ from typing import Any
 from tensorboardX.proto.summary_pb2 import Summary as Summary
 
 from estimator import events as _events
-from estimator.events.files import EventWriter as _EventWriter
 from estimator import summary as _summary
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1._base import in_model_fn
+from estimator.events.files import EventWriter as _EventWriter
 from estimator.hooks import SummarySaverHook as SummarySaverHook
 
 __all__ = [

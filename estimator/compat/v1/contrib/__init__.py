@@ -14,7 +14,9 @@ and defaults (each module says what it covers and where it comes from):
   early stopping, ...);
 * ``tf.contrib.metrics``: the ``streaming_*`` metrics that are ``tf.metrics``;
 * ``tf.contrib.tpu``: ``TPUEstimator`` and companions (on JAX devices);
-* ``tf.contrib.summary``: what a TPU ``host_call`` writes with.
+* ``tf.contrib.summary``: what a TPU ``host_call`` writes with;
+* ``tf.contrib.rnn``: TF 1's recurrent cells (``tf.nn.rnn_cell``'s) and ``LSTMBlockCell``;
+* ``tf.contrib.crf``: the linear-chain CRF (log likelihood, Viterbi decoding).
 
 Everything else in ``tf.contrib`` is refused with its replacement named.
 """
@@ -22,15 +24,28 @@ Everything else in ``tf.contrib`` is refused with its replacement named.
 from __future__ import annotations
 
 from estimator.compat._unsupported import module_getattr
+from estimator.compat.v1.contrib import crf as crf
 from estimator.compat.v1.contrib import data as data
 from estimator.compat.v1.contrib import estimator as estimator
 from estimator.compat.v1.contrib import framework as framework
 from estimator.compat.v1.contrib import layers as layers
 from estimator.compat.v1.contrib import lookup as lookup
 from estimator.compat.v1.contrib import metrics as metrics
+from estimator.compat.v1.contrib import rnn as rnn
 from estimator.compat.v1.contrib import summary as summary
 from estimator.compat.v1.contrib import tpu as tpu
 
-__all__ = ["data", "estimator", "framework", "layers", "lookup", "metrics", "summary", "tpu"]
+__all__ = [
+    "crf",
+    "data",
+    "estimator",
+    "framework",
+    "layers",
+    "lookup",
+    "metrics",
+    "rnn",
+    "summary",
+    "tpu",
+]
 
 __getattr__ = module_getattr("tf.contrib", __name__)

@@ -7,7 +7,9 @@ The heads (``binary_classification_head``, ``multi_class_head``, ``multi_label_h
 ``DNNLinearCombinedEstimator``, ``RNNClassifier``/``RNNEstimator``, ``add_metrics``,
 ``InMemoryEvaluatorHook``, the early-stopping hooks, ``call_logit_fn``,
 ``build_raw_supervised_input_receiver_fn``. They come from ``canned`` with TF 1.15's
-defaults (``estimator.compat.v1.contrib._canned``).
+defaults (``estimator.compat.v1.contrib._canned``). The extenders ``add_metrics``,
+``clip_gradients_by_norm`` and ``forward_features`` are
+``estimator.compat.v1.estimator._extenders``'.
 """
 
 from __future__ import annotations
@@ -43,9 +45,15 @@ from estimator.compat.v1.contrib._canned import stop_if_higher_hook as stop_if_h
 from estimator.compat.v1.contrib._canned import stop_if_lower_hook as stop_if_lower_hook
 from estimator.compat.v1.contrib._canned import stop_if_no_decrease_hook as stop_if_no_decrease_hook
 from estimator.compat.v1.contrib._canned import stop_if_no_increase_hook as stop_if_no_increase_hook
+from estimator.compat.v1.estimator._extenders import (
+    clip_gradients_by_norm as clip_gradients_by_norm,
+)
+from estimator.compat.v1.estimator._extenders import forward_features as forward_features
 
 __all__ = [
     "add_metrics",
+    "clip_gradients_by_norm",
+    "forward_features",
     "binary_classification_head",
     "multi_class_head",
     "multi_label_head",
