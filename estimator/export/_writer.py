@@ -78,6 +78,13 @@ class _Inputs:
             else None
         )
         computed = callable(receiver.features)
+        raw = getattr(receiver.features, "raw_features", None)
+        if computed and transform is not None and raw is not None:
+            # Features that only reshape receiver tensors by size-1 dimensions (TF 1 code's
+            # tf.expand_dims(placeholder, -1), estimator.compat): the host transform reads
+            # the raw inputs, as TF's feature columns read [batch] and [batch, 1] alike.
+            receiver = self.receiver = receiver._replace(features=raw)
+            computed = False
         if computed and transform is not None:
             raise ValueError(
                 "The receiver computes features with a function, but the Estimator also has "

@@ -18,6 +18,7 @@ import numpy as np
 
 from estimator.compat.v1._base import axis_arg, is_host, named, op, tf_strings, xnp
 from estimator.compat.v1._base import dtype as _dtype_of
+from estimator.compat.v1._placeholders import Placeholder, is_symbolic
 
 __all__ = [
     "newaxis",
@@ -359,6 +360,8 @@ def linspace(start, stop, num, name=None, axis=0):
 def identity(input, name=None):  # noqa: A002
     """``tf.identity``: names ``input`` for hooks (``LoggingTensorHook``) when ``name`` is
     given inside ``model_fn`` (``estimator.identity``)."""
+    if is_symbolic(input):
+        return input
     if is_host(input):
         return tf_strings(np.asarray(input))
     return named(jnp.asarray(input), name)
@@ -417,7 +420,8 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
 def placeholder(dtype, shape=None, name=None):
     """``tf.placeholder`` for a ``serving_input_receiver_fn``: a ``jax.ShapeDtypeStruct``
     (a ``None`` dimension is symbolic in the export), which
-    ``tf.estimator.export.ServingInputReceiver`` accepts.
+    ``tf.estimator.export.ServingInputReceiver`` accepts; ops on it are traced by the
+    export (``estimator.compat.v1._placeholders``).
 
     Raises:
       ValueError: for an unknown rank (``shape=None``): exports need each input's rank.
@@ -429,7 +433,7 @@ def placeholder(dtype, shape=None, name=None):
             "rank of each input; None dimensions stay symbolic."
         )
     dims = tuple(None if d is None or (isinstance(d, int) and d < 0) else int(d) for d in shape)
-    return jax.ShapeDtypeStruct(dims, _dtype_of(dtype))
+    return Placeholder(dims, _dtype_of(dtype))
 
 
 def placeholder_with_default(input, shape, name=None):  # noqa: A002

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from estimator.compat.v1._placeholders import Deferred, is_symbolic
 from estimator.model import variables as _variables
 
 __all__ = ["op", "dtype", "xnp", "is_host", "named", "in_model_fn", "tf_strings"]
@@ -49,12 +50,16 @@ def _is_numeric(value: Any) -> bool:
 
 
 def op(function: Callable) -> Callable:
-    """Decorates a TF op: a ``name`` argument (keyword or positional) names the result."""
+    """Decorates a TF op: a ``name`` argument (keyword or positional) names the result; on a
+    ``tf.placeholder`` (or a value made from one) the op is deferred to the export
+    (``_placeholders``)."""
     params = list(inspect.signature(function).parameters)
     index = params.index("name") if "name" in params else None
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
+        if any(map(is_symbolic, jax.tree.leaves((args, kwargs), is_leaf=is_symbolic))):
+            return Deferred(function, args, kwargs)
         result = function(*args, **kwargs)
         name = kwargs.get("name")
         if name is None and index is not None and len(args) > index:
