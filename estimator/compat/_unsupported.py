@@ -176,7 +176,22 @@ def hint_for(symbol: str) -> str:
     for prefix, text in PREFIX_HINTS.items():
         if symbol.startswith(prefix) or symbol == prefix.rstrip("."):
             return text
-    return _GENERAL
+    return _library_equivalent(parts[-1]) or _GENERAL
+
+
+def _library_equivalent(name: str) -> str | None:
+    """ "Use jax.numpy.<name> ..." when a library of the stack has a function of that name
+    (``tf.nn.ctc_loss`` -> ``optax.ctc_loss``, ``tf.searchsorted`` -> ``jax.numpy``'s)."""
+    import importlib
+
+    for module in ("jax.numpy", "jax.nn", "jax.lax", "optax"):
+        if callable(getattr(importlib.import_module(module), name, None)):
+            return (
+                f"Use {module}.{name} (check its arguments against TF's), inside model_fn or "
+                "a Dataset.map; `python -m estimator.compat.check <program.py>` lists every "
+                "TF symbol a program uses and which are covered."
+            )
+    return None
 
 
 def unsupported(symbol: str) -> UnsupportedSymbolError:

@@ -1,19 +1,27 @@
 """``python -m estimator.compat.check program.py [...]``: which TF symbols a program uses and
-whether ``estimator.compat.v1`` covers them.
+whether ``estimator.compat.v1`` covers them, with the replacement of each it does not.
 
 It reads the program (it never runs it), finds the names TensorFlow is imported as
 (``import tensorflow as tf``, ``import tensorflow.compat.v1 as tf``,
-``from tensorflow.compat import v1 as tf``, ``from tensorflow import estimator``, and the
-same with ``estimator.compat``), collects every attribute chain starting from them
-(``tf.data.Dataset.from_tensor_slices``, ``tf.train.AdagradOptimizer``) and resolves each in
-the compat namespace. Methods called on datasets and their iterators count too
-(``dataset.shuffle(...)``, ``dataset.make_one_shot_iterator().get_next()`` are
+``from tensorflow.compat import v1 as tf``, ``from tensorflow import estimator``,
+``from tensorflow.python.data import Dataset``, the ``tensorflow_estimator`` package, and
+the same with ``estimator.compat``: ``_tf_modules``), collects every attribute chain starting
+from them (``tf.data.Dataset.from_tensor_slices``, ``tf.train.AdagradOptimizer``) and
+resolves each in the compat namespace.
+
+Symbols reached through objects count too, as far as a static read can follow them: a
+variable assigned an instance of a TF class (``est = tf.estimator.Estimator(...)``,
+``opt = tf.train.AdamOptimizer(0.1)``, ``with tf.Session() as sess``) makes ``est.train``
+``tf.estimator.Estimator.train``; datasets and their iterators are followed through their
+methods (``dataset.shuffle(...)``, ``dataset.make_one_shot_iterator().get_next()`` are
 ``tf.data.Dataset.shuffle``, ``tf.data.Dataset.make_one_shot_iterator`` and
-``tf.data.Iterator.get_next``): a value is a dataset when it comes from a ``tf.data``
-constructor, from a dataset method, or from a variable assigned one (followed by name, in
-any scope). Output: one line per symbol — ``ok``, or ``MISSING`` with the
-replacement — then a count. Exit status 0 when everything is covered, 1 otherwise, 2 for a
-file that cannot be read or parsed.
+``tf.data.Iterator.get_next``). Variables are followed by name, in any scope. An import of a
+TensorFlow module that no namespace here stands for (a private ``tensorflow.python`` module
+not in ``_tf_modules.PRIVATE``) is listed as missing.
+
+Output: one line per symbol — ``ok``, or ``MISSING`` with the replacement — then a count.
+Exit status 0 when everything is covered, 1 otherwise, 2 for a file that cannot be read or
+parsed.
 
 Example::
 
@@ -29,65 +37,55 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import re
 import sys
-from collections.abc import Iterable
 
+from estimator.compat._tf_modules import compat_path, is_tf_module
 from estimator.compat._unsupported import hint_for
 
 __all__ = ["Symbol", "scan_source", "resolve", "main"]
 
-# Module paths that stand for TF namespaces, and the compat namespace path each becomes.
-_ROOTS = {
-    "tensorflow": "",
-    "tensorflow.compat.v1": "",
-    "estimator.compat": "",
-    "estimator.compat.v1": "",
-}
-
 
 @dataclasses.dataclass
 class Symbol:
-    """A TF symbol a program uses: ``name`` (``"tf.train.AdamOptimizer"``), the lines."""
+    """A TF symbol a program uses: ``name`` (``"tf.train.AdamOptimizer"``), its namespace
+    ``path`` (None for an import of a TF module no namespace stands for), the lines."""
 
     name: str
-    path: tuple[str, ...]
+    path: tuple[str, ...] | None
     lines: list[int] = dataclasses.field(default_factory=list)
 
 
-def _aliases(tree: ast.AST) -> dict[str, tuple[str, ...]]:
-    """``{local name: compat path}`` for the names TensorFlow is imported as."""
+def _aliases(tree: ast.AST) -> tuple[dict[str, tuple[str, ...]], list[Symbol]]:
+    """``{local name: compat path}`` for the names TensorFlow is imported as, and the
+    symbols the imports name (the names of ``from ... import``, and imports of TF modules
+    that no namespace stands for)."""
     out: dict[str, tuple[str, ...]] = {}
+    imported: list[Symbol] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                path = _compat_path(alias.name)
+                path = compat_path(alias.name)
                 if path is not None:
                     out[alias.asname or alias.name.split(".")[0]] = path
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            base = _compat_path(node.module)
+                elif is_tf_module(alias.name):
+                    imported.append(Symbol(alias.name, None, [node.lineno]))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            base = compat_path(node.module)
             for alias in node.names:
-                full = _compat_path(f"{node.module}.{alias.name}")
+                full = compat_path(f"{node.module}.{alias.name}")
+                if full is None and base is not None:
+                    full = base + (alias.name,)
                 if full is not None:
                     out[alias.asname or alias.name] = full
-                elif base is not None:
-                    out[alias.asname or alias.name] = base + (alias.name,)
-    return out
-
-
-def _compat_path(module: str) -> tuple[str, ...] | None:
-    for root in sorted(_ROOTS, key=len, reverse=True):
-        if module == root:
-            return ()
-        if module.startswith(root + ".") and root in ("tensorflow", "estimator.compat"):
-            rest = module[len(root) + 1 :]
-            if rest == "compat.v1" or rest == "v1":
-                return ()
-            if rest.startswith("compat.v1."):
-                rest = rest[len("compat.v1.") :]
-            elif rest.startswith("v1."):
-                rest = rest[len("v1.") :]
-            return tuple(rest.split("."))
-    return None
+                    # the imported name itself is a symbol (``from tensorflow.contrib
+                    # import slim``), reported even when the program never uses it
+                    name = ".".join(("tf",) + full)
+                    imported.append(Symbol(name, full, [node.lineno]))
+                elif is_tf_module(node.module):
+                    name = f"{node.module}.{alias.name}"
+                    imported.append(Symbol(name, None, [node.lineno]))
+    return out, imported
 
 
 def _chain(node: ast.AST) -> list[str] | None:
@@ -103,44 +101,66 @@ def _chain(node: ast.AST) -> list[str] | None:
 
 # tf.data calls that make a dataset or an iterator, and the dataset methods that do not
 # return a dataset.
+_DATASET = ("data", "Dataset")
+_ITERATOR = ("data", "Iterator")
 _DATASET_SOURCES = {"TextLineDataset", "TFRecordDataset", "FixedLengthRecordDataset"}
 _ITERATOR_MAKERS = {"make_one_shot_iterator", "make_initializable_iterator"}
 _NOT_DATASETS = _ITERATOR_MAKERS | {"as_numpy_iterator", "get_next", "reduce", "cardinality"}
 
 
-def _value_kind(node: ast.AST, aliases: dict, names: dict[str, str]) -> str | None:
-    """``"Dataset"`` or ``"Iterator"`` for an expression that makes one, else None."""
-    if isinstance(node, ast.Name):
-        return names.get(node.id)
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-        return None
-    method = node.func.attr
-    parts = _chain(node.func)
-    if parts and parts[0] in aliases:
-        path = aliases[parts[0]] + tuple(parts[1:])
-        if path[:1] == ("data",) and len(path) >= 2:
-            if path[1] in _ITERATOR_MAKERS:
-                return "Iterator"
-            if path[1] in _DATASET_SOURCES or (path[1] == "Dataset" and len(path) == 3):
-                return "Dataset"
-        return None
-    owner = _value_kind(node.func.value, aliases, names)
-    if owner == "Dataset":
-        if method in _ITERATOR_MAKERS:
-            return "Iterator"
-        return None if method in _NOT_DATASETS else "Dataset"
+def _made_by(path: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The class of what calling the TF symbol ``path`` returns, when a static read knows
+    it: a dataset, an iterator, or an instance of a TF class (a capitalised name)."""
+    if path[:1] == ("data",) and len(path) >= 2:
+        if path[1] in _ITERATOR_MAKERS:
+            return _ITERATOR
+        if path[1] in _DATASET_SOURCES or (path[1] == "Dataset" and len(path) == 3):
+            return _DATASET
+    if path and path[-1][:1].isupper():
+        return path
     return None
 
 
-def _dataset_names(tree: ast.AST, aliases: dict) -> dict[str, str]:
-    """``{variable: "Dataset" | "Iterator"}`` for names assigned a dataset or iterator."""
-    names: dict[str, str] = {}
+def _value_kind(node: ast.AST, aliases: dict, names: dict) -> tuple[str, ...] | None:
+    """The TF class (its namespace path) of the value of an expression, or None."""
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if not isinstance(node, ast.Call):
+        return None
+    parts = _chain(node.func)
+    if parts and parts[0] in aliases:
+        return _made_by(aliases[parts[0]] + tuple(parts[1:]))
+    if not isinstance(node.func, ast.Attribute):
+        return None
+    owner = _value_kind(node.func.value, aliases, names)
+    if owner == _DATASET:
+        method = node.func.attr
+        if method in _ITERATOR_MAKERS:
+            return _ITERATOR
+        return None if method in _NOT_DATASETS else _DATASET
+    return None
+
+
+def _bindings(node: ast.AST):
+    """``(target, value)`` of the assignments and ``with ... as`` of ``node``."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        yield node.targets[0], node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        yield node.target, node.value
+    elif isinstance(node, ast.With | ast.AsyncWith):
+        for item in node.items:
+            if item.optional_vars is not None:
+                yield item.optional_vars, item.context_expr
+
+
+def _value_names(tree: ast.AST, aliases: dict) -> dict[str, tuple[str, ...]]:
+    """``{variable: TF class path}`` for names assigned a value :func:`_value_kind` knows."""
+    names: dict[str, tuple[str, ...]] = {}
     for _ in range(8):  # to a fixed point: `ds = ds.map(...)` after `ds = tf.data...`
         before = dict(names)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                kind = _value_kind(node.value, aliases, names)
+            for target, value in _bindings(node):
+                kind = _value_kind(value, aliases, names)
                 if isinstance(target, ast.Name) and kind is not None:
                     names[target.id] = kind
         if names == before:
@@ -149,16 +169,18 @@ def _dataset_names(tree: ast.AST, aliases: dict) -> dict[str, str]:
 
 
 def scan_source(source: str) -> list[Symbol]:
-    """The TF symbols used in ``source``, sorted by name (dataset and iterator methods
-    included, see the module docstring).
+    """The TF symbols used in ``source``, sorted by name (methods of TF objects and
+    unmapped TF imports included, see the module docstring).
 
     Raises:
       SyntaxError: for source that does not parse.
     """
     tree = ast.parse(source)
-    aliases = _aliases(tree)
-    names = _dataset_names(tree, aliases)
+    aliases, imported = _aliases(tree)
+    names = _value_names(tree, aliases)
     found: dict[str, Symbol] = {}
+    for symbol in imported:
+        found.setdefault(symbol.name, Symbol(symbol.name, symbol.path)).lines += symbol.lines
     inner: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
@@ -167,8 +189,8 @@ def scan_source(source: str) -> list[Symbol]:
         if not isinstance(node, ast.Attribute):
             continue
         kind = _value_kind(node.value, aliases, names)
-        if kind is not None:  # a method of a dataset or iterator value
-            path: tuple[str, ...] = ("data", kind, node.attr)
+        if kind is not None:  # a method or attribute of a TF object
+            path: tuple[str, ...] = kind + (node.attr,)
         elif id(node) in inner:
             continue
         else:
@@ -182,13 +204,46 @@ def scan_source(source: str) -> list[Symbol]:
     return sorted(found.values(), key=lambda s: s.name)
 
 
-def resolve(path: Iterable[str]) -> tuple[bool, str]:
+def _instance_attribute(cls: type, name: str) -> bool:
+    """Whether instances of ``cls`` have the attribute ``name`` though the class has not:
+    annotated, a field of a message class (``_FIELDS``/``_MESSAGES``), or assigned to
+    ``self.<name>`` in the class's source."""
+    import inspect
+
+    pattern = re.compile(rf"self\.{re.escape(name)}\s*[:=]")
+    for klass in cls.__mro__:
+        if name in getattr(klass, "__annotations__", {}):
+            return True
+        if name in getattr(klass, "_FIELDS", {}) or name in getattr(klass, "_MESSAGES", {}):
+            return True
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        if pattern.search(source):
+            return True
+    return False
+
+
+def _private_hint(module: str) -> str:
+    return (
+        f"{module} is TensorFlow's private module, which estimator.compat does not mirror: "
+        "import its names from the public namespace (tf.<module>.<name>, e.g. "
+        "tf.data.Dataset, tf.gfile.GFile)."
+    )
+
+
+def resolve(path: tuple[str, ...] | None, name: str = "") -> tuple[bool, str]:
     """``(covered, note)`` for a compat path: walks the namespace attribute by attribute
     and stops at the first object that is not a module or class (what follows are
-    attributes of values, such as methods of a result)."""
+    attributes of values, such as methods of a result). A ``None`` path (an import of a TF
+    module no namespace stands for, ``name``) is not covered."""
     import inspect
 
     import estimator.compat.v1 as namespace
+
+    if path is None:
+        return False, _private_hint(name)
 
     obj: object = namespace
     walked = ["tf"]
@@ -199,6 +254,8 @@ def resolve(path: Iterable[str]) -> tuple[bool, str]:
         try:
             obj = getattr(obj, part)
         except AttributeError:  # UnsupportedSymbolError included
+            if inspect.isclass(obj) and _instance_attribute(obj, part):
+                return True, ""  # set on instances (``config.gpu_options``): a value's
             return False, hint_for(".".join(["tf", *path]))
         if getattr(obj, "unsupported_symbol", None):  # a method that only refuses
             return False, hint_for(obj.unsupported_symbol)
@@ -227,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {program}")
         width = max((len(s.name) for s in symbols), default=0)
         for symbol in symbols:
-            covered, note = resolve(symbol.path)
+            covered, note = resolve(symbol.path, symbol.name)
             uses = len(symbol.lines)
             count = f"({uses} use{'s' if uses != 1 else ''}, line {symbol.lines[0]})"
             if covered:

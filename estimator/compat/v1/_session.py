@@ -79,13 +79,17 @@ class Session:
 
     Args:
       target, config: accepted (no runtime to connect to or configure).
-      graph: accepted; ``graph`` is always the default :class:`Graph`.
+      graph: accepted; :attr:`graph` is always the default :class:`Graph`.
     """
 
     def __init__(self, target: str = "", graph: Graph | None = None, config: Any = None) -> None:
         del target, graph, config
-        self.graph = _DEFAULT
         self._closed = False
+
+    @property
+    def graph(self) -> Graph:
+        """The default :class:`Graph` (what ``FileWriter(logdir, sess.graph)`` takes)."""
+        return _DEFAULT
 
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None, run_metadata=None):
         """``fetches`` (a value, or a list/tuple/dict of them) as NumPy values.

@@ -404,13 +404,12 @@ class DropoutWrapper(RNNCell):
         return self.cell.build(input_dim)
 
     def _mask(self, shape: tuple, keep_prob) -> jax.Array | None:
-        from estimator.compat.v1.nn import dropout  # deferred: nn imports this module
-
+        """``tf.nn.dropout``'s scaled keep mask (``1 / keep_prob`` or 0) of ``shape``."""
         if isinstance(keep_prob, int | float) and keep_prob == 1.0:
             return None
-        if self._variational and len(shape) == 3:  # [T, B, n]: one mask for every step
-            return jnp.broadcast_to(dropout(jnp.ones(shape[1:]), keep_prob), shape)
-        return dropout(jnp.ones(shape), keep_prob)
+        drawn = shape[1:] if self._variational and len(shape) == 3 else shape  # [T, B, n]
+        keep = jax.random.bernoulli(_variables.next_rng_key(), keep_prob, drawn)
+        return jnp.broadcast_to(jnp.where(keep, 1.0 / keep_prob, 0.0), shape)
 
     def project(self, params, x):
         in_mask = self._mask(x.shape, self._input_keep)
