@@ -34,12 +34,13 @@ import difflib
 import importlib
 import sys
 import types
+from typing import NamedTuple
 
 from estimator.compat import check
 from estimator.compat._tf_modules import compat_path, is_tf_module
 from estimator.compat._unsupported import hint_for
 
-__all__ = ["Problem", "port_source", "main"]
+__all__ = ["Ported", "Problem", "port_source", "main"]
 
 _NAMESPACE = "estimator.compat.v1"
 
@@ -51,6 +52,15 @@ class Problem:
     line: int
     col: int
     message: str
+
+
+class Ported(NamedTuple):
+    """What :func:`port_source` made: the new ``source``, the ``problems`` and the number
+    of import statements ``rewritten``."""
+
+    source: str
+    problems: list[Problem]
+    rewritten: int
 
 
 def _module_and_rest(path: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
@@ -161,7 +171,7 @@ def _rewrite(node: ast.stmt) -> tuple[str | None, list[str]]:
     return ("; ".join(statements) if changed else None), problems
 
 
-def port_source(source: str) -> tuple[str, list[Problem]]:
+def port_source(source: str) -> Ported:
     """The program with its TensorFlow imports rewritten, and what could not be mapped
     (imports, then the TF symbols the new program uses that are not covered).
 
@@ -192,7 +202,8 @@ def port_source(source: str) -> tuple[str, list[Problem]]:
         covered, note = check.resolve(symbol.path, symbol.name)
         if not covered and symbol.lines[0] not in reported:
             problems.append(Problem(symbol.lines[0], 0, f"{symbol.name} is not covered: {note}"))
-    return ported, sorted(set(problems), key=lambda p: (p.line, p.col, p.message))
+    problems = sorted(set(problems), key=lambda p: (p.line, p.col, p.message))
+    return Ported(ported, problems, len(edits))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with open(path, encoding="utf-8") as f:
                 source = f.read()
-            ported, problems = port_source(source)
+            ported, problems, rewritten = port_source(source)
         except (OSError, SyntaxError, UnicodeDecodeError) as error:
             print(f"{path}: cannot port: {error}", file=sys.stderr)
             return 2
@@ -231,9 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         for problem in problems:
             print(f"{path}:{problem.line}:{problem.col}: ERROR: {problem.message}", file=sys.stderr)
-        changed = sum(a != b for a, b in zip(source.splitlines(), ported.splitlines()))
         print(
-            f"{path}: {changed} import line(s) rewritten, {len(problems)} problem(s).",
+            f"{path}: {rewritten} import statement(s) rewritten, {len(problems)} problem(s).",
             file=sys.stderr,
         )
         status = max(status, 1 if problems else 0)
