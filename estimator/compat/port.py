@@ -187,7 +187,7 @@ def port_source(source: str) -> Ported:
             continue
         new, messages = _rewrite(node)
         problems += [Problem(node.lineno, node.col_offset, m) for m in messages]
-        if new is not None:
+        if new is not None and new != ast.get_source_segment(source, node):
             edits.append((node, new))
     # Statement positions are UTF-8 byte offsets: edit the encoded lines, last edit first.
     encoded = [line.encode("utf-8") for line in lines]

@@ -273,10 +273,16 @@ def _resolve_deferred(result):
 
 
 def batch_pipeline(
-    result, mode: str, transform, place: Callable, pad: Callable | None = None
+    result,
+    mode: str,
+    transform,
+    place: Callable,
+    pad: Callable | None = None,
+    check: Callable | None = None,
 ) -> Prefetcher:
     """The prepared batches of what ``input_fn`` returned (internal): the host-side
-    ``transform`` (feature columns, label vocabularies), canonical dtypes, ``pad``
+    ``transform`` (feature columns, label vocabularies), canonical dtypes, ``check`` (the
+    model's ``estimator.model.input_checks.InputChecks``: ids of table lookups), ``pad``
     (``estimator.model.padding.RowPadding``: a shorter batch padded to the first one's
     size, for a ``model_fn`` that masks padding; not in PREDICT mode), placement.
 
@@ -312,6 +318,8 @@ def batch_pipeline(
         if transform is not None:
             features, labels = transform.apply(features, None if predict else labels)
         features = canonical(features, "features")
+        if check is not None:
+            check(features)
         if predict:
             return (place(features),)
         if labels is not None:

@@ -62,7 +62,8 @@ def evaluate(runtime, session, input_fn, steps, hooks: list, name) -> dict:
     result = call_input_fn(input_fn, ModeKeys.EVAL, params, runtime.config, runtime.input_context())
     pad = RowPadding() if runtime.model.masks_padding else None
     place = placement(mesh)
-    prefetcher = batch_pipeline(result, ModeKeys.EVAL, runtime.input_transform, place, pad)
+    checks = runtime.model.input_checks
+    prefetcher = batch_pipeline(result, ModeKeys.EVAL, runtime.input_transform, place, pad, checks)
     _check_every_shard_has_a_batch(prefetcher)
     local = compiler.place(distribute.local_copy(state._replace(opt_state=None)))
     acc, finalize, _ = runtime.evaluation_loop(compiler, prefetcher, steps, hooks, None, local)

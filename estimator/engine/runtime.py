@@ -212,7 +212,9 @@ class Runtime:
         )
         result = call_input_fn(input_fn, mode, params, self.config, self.input_context())
         pad = RowPadding() if self.model.masks_padding and mode != ModeKeys.PREDICT else None
-        prefetcher = batch_pipeline(result, mode, self.input_transform, place, pad)
+        prefetcher = batch_pipeline(
+            result, mode, self.input_transform, place, pad, self.model.input_checks
+        )
         if self.processes > 1:
             return distribute.AgreedEnd(prefetcher, distribute.input_end_timeout())
         return prefetcher

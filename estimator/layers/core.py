@@ -13,8 +13,9 @@ import jax.numpy as jnp
 from estimator import initializers as init
 from estimator.layers._utils import activity, constrained, layer_name
 from estimator.model import dtype_policy
+from estimator.model.input_checks import check_ids
 from estimator.model.rows import lookup_rows
-from estimator.model.variables import get_variable, next_rng_key, variable_scope
+from estimator.model.variables import current_frame, get_variable, next_rng_key, variable_scope
 
 __all__ = ["dense", "dropout", "flatten", "embedding_lookup"]
 
@@ -174,6 +175,18 @@ def flatten(
     return inputs.reshape(inputs.shape[0], math.prod(inputs.shape[1:]))
 
 
+def _check_ids(params, ids) -> None:
+    """The range check of ``embedding_lookup``'s ids (``estimator.model.input_checks``)."""
+    frame = current_frame()
+    rows = int(jnp.shape(params)[0])
+    name = frame.by_id.get(id(params)) if frame is not None else None
+    table = name or f"a table of shape {list(jnp.shape(params))}"
+    if not isinstance(ids, jax.core.Tracer):
+        check_ids(ids, rows, table)
+    elif frame is not None and frame.input_checks is not None and id(ids) in frame.input_paths:
+        frame.input_checks.add(frame.input_paths[id(ids)], rows, table)
+
+
 def embedding_lookup(
     params: jax.typing.ArrayLike | None,
     ids: jax.typing.ArrayLike,
@@ -193,8 +206,11 @@ def embedding_lookup(
 
     Args:
       params: ``[vocab_size, dimension]`` or None.
-      ids: integer array of any shape, values in ``[0, vocab_size)``; other values (-1 for
-        "none") give rows of zeros (TF raises on them; a compiled step cannot).
+      ids: integer array of any shape, values in ``[0, vocab_size)``. An id outside it is
+        an error, as TF's: checked at once for concrete ids, and on the host before each
+        step for ids that are a feature as ``model_fn`` received it (``features["ids"]``);
+        ids computed inside ``model_fn`` are not checked (an out-of-range one reads a row
+        of zeros: a compiled step cannot raise). See ``estimator.model.input_checks``.
       max_norm: clip each looked-up row to this L2 norm (TF's ``max_norm``).
 
     Returns:
@@ -205,7 +221,9 @@ def embedding_lookup(
     change, as with TF's sparse gradients (``estimator.model.rows``).
 
     Raises:
-      ValueError: when neither a table nor its size is given.
+      ValueError: when neither a table nor its size is given; an id outside ``[0,
+        vocab_size)`` (TF's message first, then the table's name; for a feature, when the
+        batch is prepared).
     """
     if params is None:
         if vocab_size is None or dimension is None:
@@ -220,6 +238,7 @@ def embedding_lookup(
                 jnp.float32,
                 initializer or init.random_uniform_initializer(-0.05, 0.05),
             )
+    _check_ids(params, ids)
     rows = lookup_rows(params, ids)
     if max_norm is not None:
         norms = jnp.linalg.norm(rows, axis=-1, keepdims=True)

@@ -23,6 +23,7 @@ from estimator.config import dtype_policies
 from estimator.config.dtype_policies import DTypePolicy
 from estimator.fn_args import fn_args
 from estimator.model import dtype_policy
+from estimator.model.input_checks import InputChecks
 from estimator.model.padding import MASK_KEY
 from estimator.model.spec import EstimatorSpec
 from estimator.model.variables import APPLY, INIT, Frame, transform_context
@@ -168,6 +169,8 @@ class ModelFunction:
         self.step_traces: dict = {}  # see estimator.engine.steps.traced
         # Batches may be padded (estimator.model.padding.masks_padding).
         self.masks_padding = bool(getattr(model_fn, "masks_padding", False))
+        # Host checks of input features (ids of embedding lookups) the input pipeline runs.
+        self.input_checks = InputChecks()
 
     def check_labels(self, labels) -> None:
         """Raises TF's ValueError when ``input_fn`` gives labels ``model_fn`` can't take."""
@@ -238,6 +241,10 @@ class ModelFunction:
             )
         frame.row_mask = mask
         frame.mode = mode
+        frame.input_checks = self.input_checks
+        frame.input_paths = {
+            id(leaf): path for path, leaf in jax.tree_util.tree_flatten_with_path(features)[0]
+        }
         policy = dtype_policies.get(getattr(self.config, "dtype_policy", None))
         frame.dtype_policy = policy
         frame.train_metrics = train_metrics

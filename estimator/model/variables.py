@@ -82,6 +82,10 @@ class Frame:
     by_id: dict[int, str] = field(default_factory=dict)
     rows: Any = None  # estimator.model.rows.RowAccess in a sparse train step, else None
     lookups: set[str] = field(default_factory=set)  # variables read by lookup_rows
+    # {id(feature array as model_fn received it): its key path}, and the model's host
+    # checks of those features (estimator.model.input_checks), or None
+    input_paths: dict[int, tuple] = field(default_factory=dict)
+    input_checks: Any = None
     row_mask: Any = None  # float32 [batch] of a padded batch (estimator.model.padding)
     mode: str | None = None  # the ModeKeys value model_fn runs in (estimator.modules)
     dtype_policy: Any = None  # estimator.model.dtype_policy.DTypePolicy, or None

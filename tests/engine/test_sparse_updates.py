@@ -21,6 +21,7 @@ from estimator.compat import v1 as tf
 from estimator.engine import init_run
 from estimator.engine import sparse as sparse_engine
 from estimator.model.function import ModelFunction
+from estimator.model.rows import lookup_rows
 
 RNG = np.random.default_rng(0)
 N = 192
@@ -171,7 +172,9 @@ def embedding_model_fn(features, labels, mode, params):
     table = est.get_variable(
         "embedding/table", [20, 3], initializer=est.initializers.random_normal_initializer()
     )
-    rows = est.layers.embedding_lookup(table, features["ids"])  # [batch, 2, 3]
+    # lookup_rows (the feature columns' lookup) reads -1 as "no row"; the public
+    # est.layers.embedding_lookup refuses ids out of range, as TF's.
+    rows = lookup_rows(table, features["ids"])  # [batch, 2, 3]
     logits = jnp.sum(rows, axis=(1, 2))
     loss = jnp.mean((logits - labels) ** 2)
     if params["dense_use"]:
@@ -251,7 +254,7 @@ def test_ftrl_rows_not_looked_up_keep_their_values_as_tfs_sparse_kernel(tmp_path
     # batch; the dense FTRL recomputes every row from z = 0 and so sets them to 0.
     def model_fn(features, labels, mode, params):
         table = est.get_variable("table", [20, 1], initializer=est.initializers.ones_initializer())
-        logits = jnp.sum(est.layers.embedding_lookup(table, features["ids"]), axis=(1, 2))
+        logits = jnp.sum(lookup_rows(table, features["ids"]), axis=(1, 2))  # -1: no row
         loss = jnp.mean((logits - labels) ** 2)
         return est.EstimatorSpec(mode, loss=loss, predictions=logits, train_op=params["opt"])
 
@@ -319,7 +322,8 @@ def test_tf1_optimizers_update_looked_up_rows_as_tfs_sparse_kernels(tmp_path):
 
     def model_fn(features, labels, mode, params):
         table = tf.get_variable("embedding", [20, 3], initializer=tf.random_normal_initializer())
-        logits = tf.reduce_sum(tf.nn.embedding_lookup(table, features["ids"]), axis=[1, 2])
+        ids = tf.maximum(features["ids"], 0)  # TF's lookup refuses -1
+        logits = tf.reduce_sum(tf.nn.embedding_lookup(table, ids), axis=[1, 2])
         loss = tf.reduce_mean(tf.square(logits - labels))
         train_op = params["opt"]().minimize(loss, global_step=tf.train.get_global_step())
         return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
@@ -377,7 +381,7 @@ def test_a_table_replaced_by_init_from_checkpoint_after_its_reads_stays_dense(tm
         table = est.get_variable(
             "emb/table", [20, 3], initializer=est.initializers.random_normal_initializer()
         )
-        rows = est.layers.embedding_lookup(table, features["ids"])
+        rows = lookup_rows(table, features["ids"])  # -1: no row
         loss = jnp.mean((jnp.sum(rows, axis=(1, 2)) - labels) ** 2) + 0.01 * jnp.sum(table**2)
         if params["from"]:
             tf.train.init_from_checkpoint(params["from"], {"emb/": "emb/"})

@@ -27,6 +27,7 @@ from estimator.checkpoint.reader import DataLossError as _CheckpointDataLoss
 from estimator.compat._unsupported import module_getattr
 from estimator.io.fs import ProtocolUnavailableError as _ProtocolUnavailable
 from estimator.io.tfrecord import CorruptRecordError as _CorruptRecord
+from estimator.model.input_checks import IdRangeError as _IdRangeError
 
 __getattr__ = module_getattr("tf.errors", __name__)
 
@@ -166,6 +167,7 @@ NATIVE_CLASSES: tuple[tuple[type[BaseException], type[OpError]], ...] = (
     (_CorruptRecord, DataLossError),
     (_CheckpointDataLoss, DataLossError),
     (_ProtocolUnavailable, UnimplementedError),
+    (_IdRangeError, InvalidArgumentError),
     (FileNotFoundError, NotFoundError),
     (FileExistsError, AlreadyExistsError),
     (IsADirectoryError, FailedPreconditionError),
@@ -215,9 +217,18 @@ def bridge(tf_class: type[OpError], native_class: type[BaseException]) -> type[O
 
 def _message(error: BaseException, tf_class: type[OpError]) -> str:
     """TF's message for ``error``: ``path; reason`` for a system error (TF's file systems
-    say it so), else the native message."""
+    say it so), ``corrupted record at <offset>`` (or ``truncated``) for a damaged TFRecord
+    (the native message follows), else the native message."""
     if isinstance(error, OSError) and error.filename is not None and error.strerror:
         return f"{error.filename}; {error.strerror}"
+    if isinstance(error, _CorruptRecord):  # TF's "corrupted record at 12", then where and why
+        text = str(error)
+        for phrase, tf_phrase in (
+            ("truncated record", "truncated"),
+            ("corrupt record", "corrupted"),
+        ):
+            if phrase in text:
+                return f"{tf_phrase} record at {error.offset} ({text})"
     if isinstance(error, StopIteration):
         return "End of sequence"
     return str(error)

@@ -27,7 +27,12 @@ from estimator import io as _io
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1 import gfile as gfile
 from estimator.compat.v1.data import _readers
-from estimator.compat.v1.errors import InvalidArgumentError, raising_tf_errors, with_tf_errors
+from estimator.compat.v1.errors import (
+    InvalidArgumentError,
+    raising_tf_errors,
+    tf_error,
+    with_tf_errors,
+)
 from estimator.io import FixedLenFeature as FixedLenFeature
 from estimator.io import FixedLenSequenceFeature as FixedLenSequenceFeature
 from estimator.io import RaggedFeature as RaggedFeature
@@ -98,8 +103,20 @@ def parse_example(serialized, features, name=None, example_names=None) -> dict:
       tf.errors.InvalidArgumentError: a bad example (TF's message first).
     """
     check_specs(features)
+    _check_batch(serialized)
     with raising_tf_errors(InvalidArgumentError):
         return _io.parse_example(serialized, features, example_names)
+
+
+def _check_batch(serialized) -> None:
+    """TF's error for ``serialized`` of rank > 1, with the native message after it."""
+    shape = np.shape(serialized) if not isinstance(serialized, bytes | str) else ()
+    if len(shape) > 1:
+        try:
+            _io.parse_example(serialized, {"_": _io.VarLenFeature(np.int64)})
+        except ValueError as error:
+            message = f"Expected serialized to be a scalar or vector, got shape: [{','.join(map(str, shape))}]"
+            raise tf_error(error, InvalidArgumentError, message) from None
 
 
 def parse_single_example(serialized, features, name=None, example_names=None) -> dict:

@@ -23,6 +23,7 @@ from estimator.compat.v1._base import axis_arg, op
 from estimator.compat.v1._math_ops import in_top_k, sigmoid, softplus, tanh, top_k
 from estimator.compat.v1._rnn import bidirectional_dynamic_rnn as bidirectional_dynamic_rnn
 from estimator.compat.v1._rnn import dynamic_rnn as dynamic_rnn
+from estimator.compat.v1.errors import raising_tf_errors
 from estimator.layers import convolution
 from estimator.model.variables import next_rng_key
 
@@ -164,7 +165,16 @@ def embedding_lookup(
     params, ids, partition_strategy="mod", name=None, validate_indices=True, max_norm=None
 ):
     """``tf.nn.embedding_lookup``: ``params[ids]`` (a list of shards is concatenated first,
-    which equals TF's ``"div"`` strategy; ``"mod"`` with several shards is refused)."""
+    which equals TF's ``"div"`` strategy; ``"mod"`` with several shards is refused).
+
+    Ids are checked against the table's rows as ``estimator.layers.embedding_lookup`` says
+    (concrete ids at once, a feature's ids on the host before each step, ids computed in
+    ``model_fn`` not at all).
+
+    Raises:
+      tf.errors.InvalidArgumentError: a concrete id outside ``[0, rows)`` (TF's message
+        first; also an ``estimator.model.input_checks.IdRangeError``).
+    """
     if isinstance(params, (list, tuple)):
         if len(params) > 1 and partition_strategy == "mod":
             raise ValueError(
@@ -173,7 +183,8 @@ def embedding_lookup(
                 "partition_strategy='div'."
             )
         params = jnp.concatenate([jnp.asarray(p) for p in params], axis=0)
-    return _layers.embedding_lookup(params, ids, max_norm=max_norm)
+    with raising_tf_errors():
+        return _layers.embedding_lookup(params, ids, max_norm=max_norm)
 
 
 @op

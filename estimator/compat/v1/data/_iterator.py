@@ -28,6 +28,7 @@ from typing import Any
 
 import jax
 
+from estimator.compat.v1.errors import OutOfRangeError, tf_error
 from estimator.compat.v1.train._train_op import NoOp
 
 __all__ = ["Iterator", "IteratorValue", "make_one_shot_iterator", "make_initializable_iterator"]
@@ -85,17 +86,18 @@ class Iterator:
         """The element's structure with placeholders as values (see the module docstring).
 
         Raises:
-          ValueError: an empty dataset (TF raises ``OutOfRangeError`` at its first step).
+          tf.errors.OutOfRangeError: an empty dataset (TF's class and message first; also
+            a ``ValueError``, the class raised before).
         """
         del name
         try:
             first = next(iter(self._dataset.as_numpy_iterator()))
         except StopIteration:
-            raise ValueError(
-                "iterator.get_next() on an empty dataset: it has no element to return "
-                "(TF raises OutOfRangeError at the first step). Check the input files and "
-                "filters."
-            ) from None
+            error = ValueError(
+                "iterator.get_next() on an empty dataset: it has no element to return. Check "
+                "the input files and filters."
+            )
+            raise tf_error(error, OutOfRangeError, "End of sequence") from None
         leaves, self._treedef = jax.tree.flatten(first)
         values = [IteratorValue(self, i) for i in range(len(leaves))]
         return jax.tree.unflatten(self._treedef, values)
