@@ -71,8 +71,8 @@ evaluate, predict      above)
 Differences: a missing TFRecordDataset file (the pipeline's reader reads names as patterns);
 TF's offsets in "corrupted record at N" count from where its failing read started, ours from
 the record's start; a file that is not GZIP says "cannot decompress the gzip stream" where
-TF's zlib says "inflate() failed"; the host check of a feature's ids raises the native ``IdRangeError``
-(a ``ValueError``) from ``train()`` for batches after the first.
+TF's zlib says "inflate() failed"; the host check of a feature's ids raises the native
+``IdRangeError`` (a ``ValueError``) from ``train()`` for batches after the first.
 """
 
 import os

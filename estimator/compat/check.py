@@ -64,28 +64,34 @@ def _aliases(tree: ast.AST) -> tuple[dict[str, tuple[str, ...]], list[Symbol]]:
     imported: list[Symbol] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                path = compat_path(alias.name)
-                if path is not None:
-                    out[alias.asname or alias.name.split(".")[0]] = path
-                elif is_tf_module(alias.name):
-                    imported.append(Symbol(alias.name, None, [node.lineno]))
+            _import_aliases(node, out, imported)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            base = compat_path(node.module)
-            for alias in node.names:
-                full = compat_path(f"{node.module}.{alias.name}")
-                if full is None and base is not None:
-                    full = base + (alias.name,)
-                if full is not None:
-                    out[alias.asname or alias.name] = full
-                    # the imported name itself is a symbol (``from tensorflow.contrib
-                    # import slim``), reported even when the program never uses it
-                    name = ".".join(("tf",) + full)
-                    imported.append(Symbol(name, full, [node.lineno]))
-                elif is_tf_module(node.module):
-                    name = f"{node.module}.{alias.name}"
-                    imported.append(Symbol(name, None, [node.lineno]))
+            _from_aliases(node, out, imported)
     return out, imported
+
+
+def _import_aliases(node: ast.Import, out: dict, imported: list) -> None:
+    for alias in node.names:
+        path = compat_path(alias.name)
+        if path is not None:
+            out[alias.asname or alias.name.split(".")[0]] = path
+        elif is_tf_module(alias.name):
+            imported.append(Symbol(alias.name, None, [node.lineno]))
+
+
+def _from_aliases(node: ast.ImportFrom, out: dict, imported: list) -> None:
+    base = compat_path(node.module)
+    for alias in node.names:
+        full = compat_path(f"{node.module}.{alias.name}")
+        if full is None and base is not None:
+            full = base + (alias.name,)
+        if full is not None:
+            out[alias.asname or alias.name] = full
+            # the imported name itself is a symbol (``from tensorflow.contrib import slim``),
+            # reported even when the program never uses it
+            imported.append(Symbol(".".join(("tf",) + full), full, [node.lineno]))
+        elif is_tf_module(node.module):
+            imported.append(Symbol(f"{node.module}.{alias.name}", None, [node.lineno]))
 
 
 def _chain(node: ast.AST) -> list[str] | None:

@@ -115,7 +115,8 @@ def _check_batch(serialized) -> None:
         try:
             _io.parse_example(serialized, {"_": _io.VarLenFeature(np.int64)})
         except ValueError as error:
-            message = f"Expected serialized to be a scalar or vector, got shape: [{','.join(map(str, shape))}]"
+            dims = ",".join(map(str, shape))
+            message = f"Expected serialized to be a scalar or vector, got shape: [{dims}]"
             raise tf_error(error, InvalidArgumentError, message) from None
 
 

@@ -53,6 +53,8 @@ __getattr__ = module_getattr("tf.strings", __name__)
 
 
 def _strings(value: Any, what: str) -> np.ndarray:
+    if isinstance(value, list | tuple):  # [line]: a list of a dataset's 0-d elements
+        value = [v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in value]
     array = tf_strings(value if isinstance(value, np.ndarray) else np.asarray(value, object))
     array = np.asarray(array, dtype=object)
     bad = [e for e in array.ravel() if not isinstance(e, bytes)]
