@@ -152,6 +152,13 @@ def test_parse_single_example_data_errors_are_invalid_argument():
         tf.io.parse_single_example(_example(b=[1]), A)
     with raises(tf.errors.InvalidArgumentError, ValueError, match="Could not parse example"):
         tf.io.parse_single_example(b"\x01\x02garbage", A)
+    # A bad spec: TF 1 raises it while building the graph, a ValueError, not a tf.errors
+    # class, and before reading the data.
+    with pytest.raises(ValueError, match="allow_missing to be True") as info:
+        tf.io.parse_example([b"\x01garbage"], {"a": tf.io.FixedLenSequenceFeature([], tf.float32)})
+    assert not isinstance(info.value, tf.errors.OpError)
+    with pytest.raises(TypeError, match="expected a FixedLenFeature"):
+        tf.io.parse_single_example(b"\x01garbage", {"a": 3})
 
 
 def test_parse_sequence_example_data_errors_are_invalid_argument():
@@ -179,15 +186,6 @@ def test_parse_sequence_example_data_errors_are_invalid_argument():
         "example id: <unknown>",
     ):  # fmt: skip
         tf.io.parse_single_sequence_example(b"\x01garbage", sequence_features=missing)
-
-
-def test_bad_specs_stay_python_errors_raised_before_reading():
-    # TF 1 raises these while building the graph: ValueError, not a tf.errors class.
-    with pytest.raises(ValueError, match="allow_missing to be True") as info:
-        tf.io.parse_example([b"\x01garbage"], {"a": tf.io.FixedLenSequenceFeature([], tf.float32)})
-    assert not isinstance(info.value, tf.errors.OpError)
-    with pytest.raises(TypeError, match="expected a FixedLenFeature"):
-        tf.io.parse_single_example(b"\x01garbage", {"a": 3})
 
 
 def test_decode_csv_errors_are_invalid_argument():

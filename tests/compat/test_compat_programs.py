@@ -269,3 +269,15 @@ def test_bilstm_crf_tagger_with_contrib_extenders_and_a_tensorboard_epilogue(tmp
     assert result["tags_8"] == ["PER", "O", "PER", "O", "LOC"]  # met jordan / in jordan
     events = os.listdir(tmp_path / "final")  # the epilogue's FileWriter
     assert len(events) == 1 and events[0].startswith("events.out.tfevents")
+
+
+@pytest.mark.slow
+def test_taxi_fare_style_regression_exported_with_expand_dims_on_its_placeholders(tmp_path, capsys):
+    result = run("taxi_fare", capsys, "--model_dir", str(tmp_path))
+    # TF 2.15.1 running the unchanged file, 1,000 steps: rmse 0.750 / 0.778 / 0.678 (seeds
+    # 1 / 2 / 3; the fares' noise has a standard deviation of 0.5). Five evaluations (one
+    # per checkpoint) each exported through the receiver's tf.expand_dims, as TF's.
+    assert result["global_step"] == 1000
+    assert 0.678 - 0.05 <= result["rmse"] <= 0.778 + 0.05
+    assert result["rmse"] == pytest.approx(result["average_loss"] ** 0.5, rel=1e-4)
+    assert result["exports"] == 5
