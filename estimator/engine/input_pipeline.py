@@ -278,11 +278,11 @@ def batch_pipeline(
     transform,
     place: Callable,
     pad: Callable | None = None,
-    check: Callable | None = None,
+    input_checks: Callable | None = None,
 ) -> Prefetcher:
     """The prepared batches of what ``input_fn`` returned (internal): the host-side
-    ``transform`` (feature columns, label vocabularies), canonical dtypes, ``check`` (the
-    model's ``estimator.model.input_checks.InputChecks``: ids of table lookups), ``pad``
+    ``transform`` (feature columns, label vocabularies), canonical dtypes, ``input_checks``
+    (the model's ``estimator.model.input_checks.InputChecks``: ids of table lookups), ``pad``
     (``estimator.model.padding.RowPadding``: a shorter batch padded to the first one's
     size, for a ``model_fn`` that masks padding; not in PREDICT mode), placement.
 
@@ -318,8 +318,8 @@ def batch_pipeline(
         if transform is not None:
             features, labels = transform.apply(features, None if predict else labels)
         features = canonical(features, "features")
-        if check is not None:
-            check(features)
+        if input_checks is not None:
+            input_checks(features)
         if predict:
             return (place(features),)
         if labels is not None:

@@ -13,7 +13,7 @@ Where TF raises one of its classes for the same reason, the compat namespaces ra
 *both* TF's class and the native one (``DataLossError`` and ``CorruptRecordError``), named as
 TF's, with TF's message first and the native one's attributes (``path``, ``offset``,
 ``filename``). A program catching either class works. Which call raises which class is
-listed, with TF 2.15's class for each path, in ``tests/test_compat_errors.py``.
+listed, with TF 2.15's class for each path, in ``tests/compat/test_compat_errors.py``.
 """
 
 from __future__ import annotations
