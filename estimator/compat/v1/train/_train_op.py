@@ -17,6 +17,7 @@ so warm start and ``estimator.warm_starting.variable_names`` call the slot of
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -119,6 +120,67 @@ def _check_disjoint(applications: Sequence[Application]) -> None:
             seen[name] = app.optimizer.get_name()
 
 
+def _selected(app: Application, params: dict) -> tuple[str, ...]:
+    """The variables ``app`` updates: its names, or every variable given (under
+    ``optax.masked`` / ``multi_transform``, a canned wide & deep estimator's per-scope
+    optimizers, the other part's leaves are ``MaskedNode`` s)."""
+    if app.names is not None:
+        return app.names
+    return tuple(sorted(k for k, v in params.items() if not isinstance(v, optax.MaskedNode)))
+
+
+def _init(layout, params):
+    """The state of :func:`make_train_op`'s transformation (see the module docstring)."""
+    state: dict[str, Any] = {}
+    for app, slots, non_slots in layout:
+        names = _selected(app, params)
+        for key, slot_name in slots.items():
+            per_var = state.setdefault(slot_name, {})
+            for name in names:
+                per_var[name] = app.optimizer._init_slot(key, params[name])
+        for key, tf_name in non_slots.items():
+            state[tf_name] = app.optimizer._init_non_slot(key)
+    # Without slots (gradient descent) the state has no leaves; a tuple holding optax's
+    # empty state is one that checkpoints accept (orbax refuses an empty dict).
+    return state or _EMPTY
+
+
+def _apply(app: Application, slots, non_slots, grads, state, params, updates, new_state):
+    """One application's updates (into ``updates``) and slots (into ``new_state``)."""
+    names = _selected(app, params)
+    if app.gradients is None:
+        values = [grads[name] for name in names]
+    else:
+        values = evaluate(app.gradients, grads)
+    hyper = app.optimizer._prepare()
+    own_non_slots = {key: state[tf_name] for key, tf_name in non_slots.items()}
+    for name, grad in zip(names, values, strict=True):
+        var = params[name]
+        own = {key: state[slot_name][name] for key, slot_name in slots.items()}
+        delta, new_own = app.optimizer._apply_dense(
+            jnp.asarray(grad, var.dtype), var, own, own_non_slots, hyper
+        )
+        updates[name] = delta
+        for key, slot_name in slots.items():
+            new_state[slot_name][name] = new_own[key]
+    finished = app.optimizer._finish(own_non_slots, hyper)
+    for key, tf_name in non_slots.items():
+        new_state[tf_name] = finished[key]
+
+
+def _update(layout, grads, state, params=None):
+    """The update of :func:`make_train_op`'s transformation."""
+    if params is None:
+        raise ValueError("A TF 1 optimizer's update needs the current params.")
+    updates = jax.tree.map(jnp.zeros_like, grads)
+    if not isinstance(state, dict):
+        state = {}
+    new_state = {k: dict(v) if isinstance(v, dict) else v for k, v in state.items()}
+    for app, slots, non_slots in layout:
+        _apply(app, slots, non_slots, grads, state, params, updates, new_state)
+    return updates, new_state or _EMPTY
+
+
 def make_train_op(applications: Sequence[Application]) -> TrainOp:
     """The ``optax.GradientTransformation`` applying ``applications`` (internal).
 
@@ -128,56 +190,6 @@ def make_train_op(applications: Sequence[Application]) -> TrainOp:
     applications = tuple(applications)
     _check_disjoint(applications)
     layout = _layout(applications)
-
-    def selected(app: Application, params: dict) -> tuple[str, ...]:
-        if app.names is not None:
-            return app.names
-        # Every variable given; under optax.masked / multi_transform (a canned wide & deep
-        # estimator's per-scope optimizers) the other part's leaves are MaskedNodes.
-        return tuple(sorted(k for k, v in params.items() if not isinstance(v, optax.MaskedNode)))
-
-    def init(params):
-        state: dict[str, Any] = {}
-        for app, slots, non_slots in layout:
-            names = selected(app, params)
-            for key, slot_name in slots.items():
-                per_var = state.setdefault(slot_name, {})
-                for name in names:
-                    per_var[name] = app.optimizer._init_slot(key, params[name])
-            for key, tf_name in non_slots.items():
-                state[tf_name] = app.optimizer._init_non_slot(key)
-        # Without slots (gradient descent) the state has no leaves; a tuple holding optax's
-        # empty state is one that checkpoints accept (orbax refuses an empty dict).
-        return state or _EMPTY
-
-    def update(grads, state, params=None):
-        if params is None:
-            raise ValueError("A TF 1 optimizer's update needs the current params.")
-        updates = jax.tree.map(jnp.zeros_like, grads)
-        if not isinstance(state, dict):
-            state = {}
-        new_state = {k: dict(v) if isinstance(v, dict) else v for k, v in state.items()}
-        for app, slots, non_slots in layout:
-            names = selected(app, params)
-            if app.gradients is None:
-                values = [grads[name] for name in names]
-            else:
-                values = evaluate(app.gradients, grads)
-            hyper = app.optimizer._prepare()
-            own_non_slots = {key: state[tf_name] for key, tf_name in non_slots.items()}
-            for name, grad in zip(names, values, strict=True):
-                var = params[name]
-                own = {key: state[slot_name][name] for key, slot_name in slots.items()}
-                delta, new_own = app.optimizer._apply_dense(
-                    jnp.asarray(grad, var.dtype), var, own, own_non_slots, hyper
-                )
-                updates[name] = delta
-                for key, slot_name in slots.items():
-                    new_state[slot_name][name] = new_own[key]
-            finished = app.optimizer._finish(own_non_slots, hyper)
-            for key, tf_name in non_slots.items():
-                new_state[tf_name] = finished[key]
-        return updates, new_state or _EMPTY
 
     def row_wise(name: str) -> bool:
         # A table in the looked-up rows only (est.sparse_updates): when the optimizer
@@ -190,7 +202,7 @@ def make_train_op(applications: Sequence[Application]) -> TrainOp:
             for app in applications
         )
 
-    op = TrainOp(init, update)
+    op = TrainOp(functools.partial(_init, layout), functools.partial(_update, layout))
     op.applications = applications
     op.row_wise = row_wise
     return op
