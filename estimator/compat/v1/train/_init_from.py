@@ -64,44 +64,60 @@ def init_from_checkpoint(ckpt_dir_or_file: str, assignment_map: Any) -> None:
     store = {**frame.trainable, **frame.non_trainable}
     pairs = assignment_map.items() if isinstance(assignment_map, Mapping) else assignment_map
     for tensor_name, current in sorted(pairs, key=lambda pair: pair[0]):
-        if isinstance(current, str):
-            name = current.removesuffix(":0") if current.removesuffix(":0") in store else None
-        else:
-            name = frame.by_id.get(id(current))
-            if name is None:
-                raise ValueError(
-                    f"assignment_map[{tensor_name!r}] is a {type(current).__name__}, not a "
-                    "variable of this model: give the value tf.get_variable returned, or the "
-                    "variable's name."
-                )
+        name = _variable_name(frame, store, tensor_name, current)
         if name is not None:
-            if tensor_name not in shapes:
-                raise ValueError(
-                    f"Tensor {tensor_name} is not found in {ckpt_dir_or_file} checkpoint {shapes}"
-                )
-            if tuple(store[name].shape) != shapes[tensor_name]:
-                raise ValueError(
-                    f"Shape of variable {name}:0 ({tuple(store[name].shape)}) doesn't match "
-                    f"with shape of tensor {tensor_name} ({shapes[tensor_name]}) from "
-                    "checkpoint reader."
-                )
+            _check_tensor(shapes, tensor_name, name, store, ckpt_dir_or_file)
             _set(frame, name, path, tensor_name)
-            continue
-        scopes = current[: current.rindex("/")] if "/" in current else ""
-        if not tensor_name.endswith("/"):
+        else:
+            for var_name, full in _scope_pairs(
+                store, tensor_name, current, shapes, ckpt_dir_or_file
+            ):
+                _set(frame, var_name, path, full)
+
+
+def _variable_name(frame, store: dict, tensor_name: str, current: Any) -> str | None:
+    """The model variable ``current`` names (a name or the value ``get_variable``
+    returned), or None for a scope."""
+    if isinstance(current, str):
+        return current.removesuffix(":0") if current.removesuffix(":0") in store else None
+    name = frame.by_id.get(id(current))
+    if name is None:
+        raise ValueError(
+            f"assignment_map[{tensor_name!r}] is a {type(current).__name__}, not a variable of "
+            "this model: give the value tf.get_variable returned, or the variable's name."
+        )
+    return name
+
+
+def _check_tensor(shapes: dict, tensor_name: str, name: str, store: dict, where: str) -> None:
+    """TF's errors for a tensor missing from the checkpoint or of another shape."""
+    if tensor_name not in shapes:
+        raise ValueError(f"Tensor {tensor_name} is not found in {where} checkpoint {shapes}")
+    if tuple(store[name].shape) != shapes[tensor_name]:
+        raise ValueError(
+            f"Shape of variable {name}:0 ({tuple(store[name].shape)}) doesn't match with shape "
+            f"of tensor {tensor_name} ({shapes[tensor_name]}) from checkpoint reader."
+        )
+
+
+def _scope_pairs(store: dict, tensor_name: str, current: str, shapes: dict, where: str):
+    """``(variable, checkpoint tensor)`` for every variable under the scope ``current``
+    mapped to the checkpoint scope ``tensor_name`` (``"/"``: the root), TF's errors."""
+    scopes = current[: current.rindex("/")] if "/" in current else ""
+    if not tensor_name.endswith("/"):
+        raise ValueError(
+            f"Assignment map with scope only name {scopes} should map to scope only "
+            f"{tensor_name}. Should be 'scope/': 'other_scope/'."
+        )
+    for var_name in sorted(v for v in store if not scopes or v.startswith(scopes + "/")):
+        full = var_name[len(scopes) :]
+        if current != "/":
+            full = full[1:]
+        if tensor_name != "/":
+            full = tensor_name + full
+        if full not in shapes:
             raise ValueError(
-                f"Assignment map with scope only name {scopes} should map to scope only "
-                f"{tensor_name}. Should be 'scope/': 'other_scope/'."
+                f"Tensor {full} ({var_name[len(scopes) + 1 :]} in {tensor_name}) is not found "
+                f"in {where} checkpoint"
             )
-        for var_name in sorted(v for v in store if not scopes or v.startswith(scopes + "/")):
-            full = var_name[len(scopes) :]
-            if current != "/":
-                full = full[1:]
-            if tensor_name != "/":
-                full = tensor_name + full
-            if full not in shapes:
-                raise ValueError(
-                    f"Tensor {full} ({var_name[len(scopes) + 1 :]} in {tensor_name}) is not "
-                    f"found in {ckpt_dir_or_file} checkpoint"
-                )
-            _set(frame, var_name, path, full)
+        yield var_name, full
