@@ -41,6 +41,7 @@ OTHER = ["met", "in", "visited", "from", "went", "to", "with", "the", "city", "a
 AMBIGUOUS = {"jordan": ("met", "in"), "georgia": ("with", "to")}
 WORDS = PEOPLE + PLACES + OTHER + list(AMBIGUOUS)
 TAGS = ["O", "PER", "LOC"]
+MAX_WORDS = 10
 
 
 def write_sentences(path, n, seed):
@@ -83,7 +84,9 @@ def input_fn(path, batch_size, training):
     dataset = (lines or tf.data.TextLineDataset(path)).map(parse)
     if training:
         dataset = dataset.shuffle(500).repeat()
-    shapes = ({"id": [], "words": [None], "length": []}, [None])
+    # One length for every batch (a compiled step keeps its shapes; TF would pad each batch
+    # to its longest sentence with [None]).
+    shapes = ({"id": [], "words": [MAX_WORDS], "length": []}, [MAX_WORDS])
     return dataset.padded_batch(batch_size, padded_shapes=shapes).prefetch(1)
 
 

@@ -201,9 +201,9 @@ class Dataset:
             )
         outer = self
 
-        def elements() -> Iterator:
-            pending = (call_map(map_func, e) for e in outer.as_numpy_iterator())
-            active = [iter(d) for d in itertools.islice(pending, cycle)]
+        def elements() -> Iterator:  # the elements as the pipeline holds them (_elements)
+            pending = (call_map(map_func, e) for e in outer._iterate())
+            active = [d._iterate() for d in itertools.islice(pending, cycle)]
             while active:
                 still = []
                 for inner in active:
@@ -213,7 +213,7 @@ class Dataset:
                         except StopIteration:
                             replacement = next(pending, None)
                             if replacement is not None:
-                                still.append(iter(replacement))
+                                still.append(replacement._iterate())
                             break
                     else:
                         still.append(inner)
@@ -343,6 +343,13 @@ class Dataset:
         return TFIterator(self)
 
     # ----- running ------------------------------------------------------------------------
+    def _iterate(self) -> Iterator:
+        """The elements as the executors hold them (0-d arrays for scalars)."""
+        plan = _columnar.plan(self._source, self._ops, _SEED["value"])
+        if plan is not None:
+            return plan.iterator()
+        return _elements.iterator(self._source, self._ops, _SEED["value"])
+
     def as_numpy_iterator(self) -> Iterator:
         """The elements as NumPy values, in order (what the Estimator reads): ``bytes`` for
         a scalar string, a NumPy scalar for a numeric scalar, NumPy arrays otherwise, as
@@ -351,10 +358,7 @@ class Dataset:
         Raises:
           tf.errors.OpError: when an element cannot be read (see the module docstring).
         """
-        plan = _columnar.plan(self._source, self._ops, _SEED["value"])
-        if plan is not None:
-            return _TFElements(plan.iterator())
-        return _TFElements(_elements.iterator(self._source, self._ops, _SEED["value"]))
+        return _TFElements(self._iterate())
 
     def __iter__(self) -> Iterator:
         return self.as_numpy_iterator()

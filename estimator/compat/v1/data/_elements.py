@@ -74,8 +74,27 @@ class _Slices:
         return jax.tree.map(lambda a: a[i], self.tree)
 
 
+def _array(x: Any) -> np.ndarray:
+    """A value as the pipeline holds it: strings as ``bytes`` in ``object`` arrays (NumPy's
+    ``"S"`` dtype would drop trailing NUL bytes of a record)."""
+    if isinstance(x, bytes | str):
+        out = np.empty((), dtype=object)
+        out[()] = x
+        return out
+    return np.asarray(x)
+
+
 def _numpy(tree: Any) -> Any:
-    return jax.tree.map(np.asarray, tree)
+    return jax.tree.map(_array, tree)
+
+
+def _stack(xs: tuple) -> np.ndarray:
+    if isinstance(xs[0], bytes | str) or (isinstance(xs[0], np.ndarray) and xs[0].dtype == object):
+        out = np.empty((len(xs), *np.shape(xs[0])), dtype=object)
+        for i, x in enumerate(xs):
+            out[i, ...] = x
+        return out
+    return np.stack(xs)
 
 
 def _stacked(elements: list) -> Any:
@@ -83,7 +102,7 @@ def _stacked(elements: list) -> Any:
     ``tf.io.parse_single_example``'s ``VarLenFeature``s joined into one sparse value
     ``[batch, *max(dense_shape)]``, as TF batches ``SparseTensor``s."""
     return jax.tree.map(
-        lambda *xs: _join_sparse(xs) if isinstance(xs[0], SparseValue) else np.stack(xs),
+        lambda *xs: _join_sparse(xs) if isinstance(xs[0], SparseValue) else _stack(xs),
         *elements,
         is_leaf=lambda x: isinstance(x, SparseValue),
     )
