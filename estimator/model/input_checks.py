@@ -9,9 +9,9 @@ guards. So ``embedding_lookup`` checks:
 * ids that are a feature as ``model_fn`` received it (``features["ids"]``, not computed
   from one) on the host, before each step, in the input pipeline: while ``model_fn`` is
   traced the lookup registers ``(feature, table, rows)`` here (:meth:`InputChecks.add`)
-  and every later batch is checked before it is placed on the device (one ``min`` and one
-  ``max`` over the feature's array); the batches prepared before the trace are checked
-  when the check is registered.
+  and every later batch is checked before it is placed on the device (one ``max`` over the
+  feature's array read as unsigned, so a negative id is out of range too); the batches
+  prepared before the trace are checked when the check is registered.
 
 Ids computed inside ``model_fn`` (a hash, a sum, a cast of a feature) are not checked: an
 out-of-range one gives a row of zeros, as JAX's gather does.
@@ -32,18 +32,23 @@ class IdRangeError(ValueError):
     """An id outside a table's rows (TF's ``InvalidArgumentError`` of ``GatherV2``)."""
 
 
-def ids_error(ids: np.ndarray, rows: int, table: str, where: str) -> IdRangeError | None:
+def ids_error(ids: np.ndarray, rows: int, table: str, where: Any) -> IdRangeError | None:
     """TF's error for the first id of ``ids`` outside ``[0, rows)`` (None when all are
-    in range): ``indices[i] = v is not in [0, rows)``, then which table and what to do."""
+    in range): ``indices[i] = v is not in [0, rows)``, then which table and what to do
+    (``where`` the ids come from: a string, or a function making it)."""
     ids = np.asarray(ids)
     if ids.size == 0:
         return None
-    low, high = ids.min(), ids.max()
-    if low >= 0 and high < rows:
+    if ids.dtype.kind == "i":  # one pass: a negative id is a large unsigned one
+        unsigned = np.dtype(f"uint{ids.dtype.itemsize * 8}")
+        if ids.view(unsigned).max() < rows:
+            return None
+    elif ids.dtype.kind == "u" and ids.max() < rows:
         return None
     flat = ids.reshape(-1)
     i = int(np.flatnonzero((flat < 0) | (flat >= rows))[0])
     index = ",".join(map(str, np.unravel_index(i, ids.shape))) if ids.ndim else "0"
+    where = where() if callable(where) else where
     return IdRangeError(
         f"indices[{index}] = {flat[i]} is not in [0, {rows}) (embedding_lookup of {table}, "
         f"{rows} rows; ids from {where}). An id outside the table's rows would read a row of "
@@ -112,6 +117,6 @@ class InputChecks:
             value = features
             for key in path:
                 value = value[getattr(key, "key", getattr(key, "idx", key))]
-            error = ids_error(np.asarray(value), rows, table, _path_name(path))
+            error = ids_error(value, rows, table, lambda path=path: _path_name(path))
             if error is not None:
                 raise error

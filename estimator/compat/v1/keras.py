@@ -105,12 +105,7 @@ def get_file(
         raise ValueError('Please specify the "origin" argument (URL of the file to download).')
     if md5_hash is not None and file_hash is None:
         file_hash, hash_algorithm = md5_hash, "md5"
-    base = os.path.expanduser(cache_dir or os.path.join("~", ".keras"))
-    os.makedirs(base, exist_ok=True)
-    if not os.access(base, os.W_OK):
-        base = os.path.join(tempfile.gettempdir(), ".keras")
-    datadir = os.path.join(base, cache_subdir)
-    os.makedirs(datadir, exist_ok=True)
+    datadir = _cache_dir(cache_dir, cache_subdir)
     fname = os.fspath(fname) if fname else os.path.basename(urlsplit(origin).path)
     if not fname:
         raise ValueError(
@@ -127,24 +122,7 @@ def get_file(
     algorithm = None if file_hash is None else _algorithm(file_hash, hash_algorithm)
     cached = os.path.exists(path) and (file_hash is None or _hash(path, algorithm) == file_hash)
     if not cached:
-        handle, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".download-")
-        os.close(handle)
-        try:
-            try:
-                urllib.request.urlretrieve(origin, partial)
-            except urllib.error.HTTPError as e:
-                raise Exception(f"URL fetch failure on {origin}: {e.code} -- {e.msg}") from e
-            except urllib.error.URLError as e:
-                raise Exception(f"URL fetch failure on {origin}: {e.errno} -- {e.reason}") from e
-            if file_hash is not None and _hash(partial, algorithm) != file_hash:
-                raise ValueError(
-                    f"Incomplete or corrupted file detected. The {algorithm} file hash does not "
-                    f"match the provided value of {file_hash}."
-                )
-            shutil.move(partial, path)
-        finally:
-            if os.path.exists(partial):
-                os.remove(partial)
+        _download(origin, path, file_hash, algorithm)
     if untar_path is not None:
         if not os.path.exists(untar_path):
             _extract(path, datadir, "tar")
@@ -152,6 +130,40 @@ def get_file(
     if extract:
         _extract(path, datadir, archive_format)
     return path
+
+
+def _cache_dir(cache_dir: str | None, cache_subdir: str) -> str:
+    """``<cache_dir or ~/.keras>/<cache_subdir>``, created (Keras falls back to the temporary
+    directory when the cache is not writable)."""
+    base = os.path.expanduser(cache_dir or os.path.join("~", ".keras"))
+    os.makedirs(base, exist_ok=True)
+    if not os.access(base, os.W_OK):
+        base = os.path.join(tempfile.gettempdir(), ".keras")
+    datadir = os.path.join(base, cache_subdir)
+    os.makedirs(datadir, exist_ok=True)
+    return datadir
+
+
+def _download(origin: str, path: str, file_hash: str | None, algorithm: str | None) -> None:
+    """Downloads ``origin`` to ``path`` through a temporary file (Keras' messages)."""
+    handle, partial = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".download-")
+    os.close(handle)
+    try:
+        try:
+            urllib.request.urlretrieve(origin, partial)
+        except urllib.error.HTTPError as e:
+            raise Exception(f"URL fetch failure on {origin}: {e.code} -- {e.msg}") from e
+        except urllib.error.URLError as e:
+            raise Exception(f"URL fetch failure on {origin}: {e.errno} -- {e.reason}") from e
+        if file_hash is not None and _hash(partial, algorithm) != file_hash:
+            raise ValueError(
+                f"Incomplete or corrupted file detected. The {algorithm} file hash does not "
+                f"match the provided value of {file_hash}."
+            )
+        shutil.move(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
 
 
 utils = types.ModuleType("estimator.compat.v1.keras.utils", "tf.keras.utils: get_file.")

@@ -408,56 +408,72 @@ def optimize_loss(
     if global_step is None:
         global_step = _train.get_global_step()
     with _framework.variable_scope(name, default_name="OptimizeLoss") as scope:
-        lr = None
-        if learning_rate is not None:
-            if isinstance(learning_rate, float):
-                if learning_rate < 0.0:
-                    raise ValueError(f"Invalid learning_rate {learning_rate}.")
-                lr = _framework.get_variable(
-                    "learning_rate",
-                    [],
-                    trainable=False,
-                    initializer=_initializers.constant_initializer(learning_rate),
-                )
-            elif isinstance(learning_rate, (jax.Array, np.ndarray)) and np.ndim(learning_rate) == 0:
-                lr = learning_rate
-            else:
-                raise ValueError(
-                    f"Learning rate should be 0d Tensor or float. Got {learning_rate} of type "
-                    f"{type(learning_rate)}"
-                )
-        if summaries is None:
-            summaries = ["loss", "learning_rate", "global_gradient_norm"]
-        for item in summaries:
-            if item not in OPTIMIZER_SUMMARIES:
-                raise ValueError(
-                    f"Summaries should be one of [{', '.join(OPTIMIZER_SUMMARIES)}], you "
-                    f"provided {item}."
-                )
-        if any(item in ("gradients", "gradient_norm") for item in summaries):
-            raise ValueError(
-                "optimize_loss: gradient summaries are not supported (gradients are "
-                "symbolic inside model_fn); use summaries=['loss', 'learning_rate']."
-            )
+        lr = None if learning_rate is None else _learning_rate(learning_rate)
+        summaries = _summaries(summaries)
         if lr is not None and learning_rate_decay_fn is not None:
             lr = learning_rate_decay_fn(lr, global_step)
         if lr is not None and "learning_rate" in summaries:
             summary.scalar(f"{scope}/learning_rate", lr)
         opt = _optimizer(optimizer, lr, learning_rate)
-        grads = opt.compute_gradients(loss, variables)
-        if gradient_multipliers is not None:
-            factors = {_name_of(k): v for k, v in gradient_multipliers.items()}
-            grads = [(g * factors[g.source] if g.source in factors else g, v) for g, v in grads]
-        if isinstance(clip_gradients, float):
-            clipped, _ = clip_by_global_norm([g for g, _ in grads], clip_gradients)
-            grads = list(zip(clipped, [v for _, v in grads], strict=True))
-        elif callable(clip_gradients):
-            grads = clip_gradients(grads)
-        elif clip_gradients is not None:
-            raise ValueError(f"Unknown type {type(clip_gradients)} for clip_gradients")
+        grads = _edited(
+            opt.compute_gradients(loss, variables), gradient_multipliers, clip_gradients
+        )
         if "loss" in summaries:
             summary.scalar(f"{scope}/loss", loss)
         return opt.apply_gradients(grads, global_step=global_step)
+
+
+def _learning_rate(learning_rate: Any) -> Any:
+    """A float as the variable ``learning_rate`` of the scope, a scalar array as it is
+    (TF's errors for anything else)."""
+    if isinstance(learning_rate, float):
+        if learning_rate < 0.0:
+            raise ValueError(f"Invalid learning_rate {learning_rate}.")
+        return _framework.get_variable(
+            "learning_rate",
+            [],
+            trainable=False,
+            initializer=_initializers.constant_initializer(learning_rate),
+        )
+    if isinstance(learning_rate, jax.Array | np.ndarray) and np.ndim(learning_rate) == 0:
+        return learning_rate
+    raise ValueError(
+        f"Learning rate should be 0d Tensor or float. Got {learning_rate} of type "
+        f"{type(learning_rate)}"
+    )
+
+
+def _summaries(summaries: Any) -> list[str]:
+    """The summaries asked for (TF's default and errors; gradient summaries refused)."""
+    if summaries is None:
+        summaries = ["loss", "learning_rate", "global_gradient_norm"]
+    for item in summaries:
+        if item not in OPTIMIZER_SUMMARIES:
+            raise ValueError(
+                f"Summaries should be one of [{', '.join(OPTIMIZER_SUMMARIES)}], you "
+                f"provided {item}."
+            )
+    if any(item in ("gradients", "gradient_norm") for item in summaries):
+        raise ValueError(
+            "optimize_loss: gradient summaries are not supported (gradients are "
+            "symbolic inside model_fn); use summaries=['loss', 'learning_rate']."
+        )
+    return list(summaries)
+
+
+def _edited(grads: list, gradient_multipliers: Any, clip_gradients: Any) -> list:
+    """The gradients scaled by ``gradient_multipliers`` then clipped (TF's order)."""
+    if gradient_multipliers is not None:
+        factors = {_name_of(k): v for k, v in gradient_multipliers.items()}
+        grads = [(g * factors[g.source] if g.source in factors else g, v) for g, v in grads]
+    if isinstance(clip_gradients, float):
+        clipped, _ = clip_by_global_norm([g for g, _ in grads], clip_gradients)
+        return list(zip(clipped, [v for _, v in grads], strict=True))
+    if callable(clip_gradients):
+        return clip_gradients(grads)
+    if clip_gradients is not None:
+        raise ValueError(f"Unknown type {type(clip_gradients)} for clip_gradients")
+    return grads
 
 
 def _name_of(variable: Any) -> str:

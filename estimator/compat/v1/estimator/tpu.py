@@ -382,6 +382,29 @@ class CrossShardOptimizer(Optimizer):
         return self._opt.get_slot_names()
 
 
+def _tpu_shards(config, batch_sizes: dict) -> int:
+    """The number of devices a ``use_tpu`` TPUEstimator splits batches over, after TF's
+    checks of the batch sizes (``{"train": ..., "eval": ..., "predict": ...}``)."""
+    if batch_sizes["train"] is None:
+        raise ValueError("`train_batch_size` cannot be `None`")
+    for mode, value in batch_sizes.items():
+        if value is not None:
+            _check_positive_integer(value, f"{mode}_batch_size")
+    devices = jax.devices()
+    shards = config.tpu_config.num_shards or len(devices)
+    if shards > len(devices):
+        raise ValueError(
+            f"TPUConfig(num_shards={shards}) asks for more devices than JAX has "
+            f"({len(devices)}: {devices}). Leave num_shards=None to use them all."
+        )
+    for mode, value in batch_sizes.items():
+        if value is not None and value % shards != 0:
+            raise ValueError(
+                f"{mode} batch size {value} must be divisible by number of replicas {shards}"
+            )
+    return shards
+
+
 class TPUEstimator(Estimator):
     """``tf.estimator.tpu.TPUEstimator`` on JAX devices (see the module docstring).
 
@@ -440,29 +463,11 @@ class TPUEstimator(Estimator):
             )
         shards = 1
         if use_tpu:
-            if train_batch_size is None:
-                raise ValueError("`train_batch_size` cannot be `None`")
-            _check_positive_integer(train_batch_size, "train_batch_size")
-            for value, name in ((eval_batch_size, "eval_batch_size"),
-                                (predict_batch_size, "predict_batch_size")):  # fmt: skip
-                if value is not None:
-                    _check_positive_integer(value, name)
-            devices = jax.devices()
-            shards = config.tpu_config.num_shards or len(devices)
-            if shards > len(devices):
-                raise ValueError(
-                    f"TPUConfig(num_shards={shards}) asks for more devices than JAX has "
-                    f"({len(devices)}: {devices}). Leave num_shards=None to use them all."
-                )
-            for value, name in ((train_batch_size, "train"), (eval_batch_size, "eval"),
-                                (predict_batch_size, "predict")):  # fmt: skip
-                if value is not None and value % shards != 0:
-                    raise ValueError(
-                        f"{name} batch size {value} must be divisible by number of replicas "
-                        f"{shards}"
-                    )
+            sizes = {"train": train_batch_size, "eval": eval_batch_size}
+            sizes["predict"] = predict_batch_size
+            shards = _tpu_shards(config, sizes)
             if config.mesh is None:
-                mesh = jax.sharding.Mesh(np.array(devices[:shards]), ("data",))
+                mesh = jax.sharding.Mesh(np.array(jax.devices()[:shards]), ("data",))
                 config = config.replace(mesh=mesh)
         self._use_tpu = bool(use_tpu)
         self._eval_on_tpu = bool(eval_on_tpu)
