@@ -45,6 +45,20 @@ Process-wide settings, made once, by the first ``Estimator`` built (:func:`confi
   fast as at the top level, with the same values. The rule wraps JAX's own CPU rule
   (``jax._src`` internals, like Threefry's); a JAX whose internals differ keeps its own.
 
+* **Dependencies' logs at WARNING**: orbax logs every step of every checkpoint save at
+  INFO through absl (the ``"absl"`` Python logger, a dozen lines a save), and JAX logs its
+  backend search at INFO (the ``"jax"`` logger); with ``logging.basicConfig(level=INFO)``
+  they would bury the Estimator's own lines (the loss every ``log_step_count_steps``,
+  ``global_step/sec``, checkpoint saves, evaluation results, all on the ``"estimator"``
+  logger). Each logger of :data:`DEPENDENCY_LOGGERS` whose level nobody set is set to
+  WARNING (:func:`quiet_dependency_logs`); a level set on it, before or after, wins:
+  ``logging.getLogger("absl").setLevel(logging.INFO)`` shows orbax's lines again.
+* **The root logger left to the program**: orbax logs through absl while it is imported,
+  and absl's first message calls ``logging.basicConfig()`` when the root logger has no
+  handler, which makes the program's own ``logging.basicConfig(level=logging.INFO)`` after
+  ``import estimator`` do nothing. ``import estimator`` removes the root handlers its
+  imports added (:func:`release_root_logger`).
+
 Code paths for the CPU backend alone (:func:`on_cpu`; other backends run the standard
 ``lax`` operations and XLA's default options):
 
@@ -76,6 +90,7 @@ __all__ = [
     "CANONICAL_CONVOLUTIONS",
     "CPU_COMPILE_OPTIONS",
     "CPU_CONVOLUTIONS",
+    "DEPENDENCY_LOGGERS",
     "UNROLL_THREEFRY",
     "configure",
     "canonical_convolutions",
@@ -84,15 +99,23 @@ __all__ = [
     "enable_compilation_cache",
     "on_cpu",
     "prune_compilation_cache",
+    "quiet_dependency_logs",
+    "release_root_logger",
     "unroll_threefry",
 ]
 
 logger = logging.getLogger("estimator")
+# The root logger's handlers before this package's dependencies were imported
+# (release_root_logger).
+_ROOT_HANDLERS = tuple(logging.root.handlers)
 
 UNROLL_THREEFRY = "JAX_ESTIMATOR_UNROLL_THREEFRY"
 CANONICAL_CONVOLUTIONS = "JAX_ESTIMATOR_CANONICAL_CONVOLUTIONS"
 CPU_CONVOLUTIONS = "JAX_ESTIMATOR_CPU_CONVOLUTIONS"
 CPU_COMPILE_OPTIONS = "JAX_ESTIMATOR_CPU_COMPILE_OPTIONS"
+#: The loggers of the libraries underneath whose INFO lines are kept out of a program's log
+#: (orbax and grain log through absl's ``"absl"`` logger).
+DEPENDENCY_LOGGERS = ("absl", "jax", "jaxlib", "orbax")
 _MAX_CACHE_BYTES = 2 << 30
 _CACHE_SUFFIX = "-cache"  # JAX's name for a cache entry's file (jax/_src/lru_cache.py)
 _threefry_unrolled = False
@@ -118,12 +141,40 @@ def configure(compilation_cache_dir: str | None) -> None:
     """The process-wide settings (the module docstring), made when an Estimator is built:
     the compilation cache in ``compilation_cache_dir`` (None: none), Threefry unrolled and
     convolutions in the canonical layout on the CPU (each unless switched off). Repeated
-    calls change nothing already set."""
+    calls change nothing already set. Dependencies' loggers are quieted first
+    (:func:`quiet_dependency_logs`), before anything here logs."""
+    quiet_dependency_logs()
     enable_compilation_cache(compilation_cache_dir)
     if _switched_on(UNROLL_THREEFRY):
         unroll_threefry()
     if _switched_on(CANONICAL_CONVOLUTIONS):
         canonical_convolutions()
+
+
+def quiet_dependency_logs() -> list[str]:
+    """Sets each logger of :data:`DEPENDENCY_LOGGERS` whose level is unset (``NOTSET``) to
+    WARNING, and leaves every logger with a level of its own as it is (the module
+    docstring says why).
+
+    Returns:
+      The names of the loggers set to WARNING by this call.
+    """
+    quieted = []
+    for name in DEPENDENCY_LOGGERS:
+        dependency = logging.getLogger(name)
+        if dependency.level == logging.NOTSET:
+            dependency.setLevel(logging.WARNING)
+            quieted.append(name)
+    return quieted
+
+
+def release_root_logger() -> None:
+    """Removes from the root logger every handler added since this module was imported
+    (``import estimator`` imports it before its dependencies and calls this after them; the
+    module docstring says why)."""
+    for handler in tuple(logging.root.handlers):
+        if handler not in _ROOT_HANDLERS:
+            logging.root.removeHandler(handler)
 
 
 def default_cache_dir() -> str:
