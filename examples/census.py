@@ -12,7 +12,7 @@ DNN), ``--model all`` the three side by side.
 
 Usage::
 
-    python examples/census.py [--data-dir DIR] [--model-dir DIR] [--epochs 5]
+    python examples/census.py [--data-dir DIR] [--model-dir runs/census] [--epochs 5]
                               [--batch-size 256] [--model linear|dnn|wide_deep|all]
                               [--input memory|tfrecord]
 
@@ -22,23 +22,29 @@ evaluates from those files with ``est.inputs.tfrecord_input_fn``: the columns' p
 (``classifier_parse_example_spec``) parses them, and the parsed features go through the
 same columns.
 
-The data directory is, in order: ``--data-dir``, ``$ADULT_DATA_DIR``,
-``~/.cache/jax-estimator/adult``; when ``adult.data``/``adult.test`` are not there they are
-downloaded from UCI into the cache and their sha256 checked.
+The data is, in order: ``--data-dir``, ``$ADULT_DATA_DIR``, or the copy in the repository
+(``data/adult``: UCI's files, gzipped; its README gives the source and licence). A
+directory may hold ``adult.data``/``adult.test`` or their ``.gz``.
+
+The results stay in ``--model-dir`` (default ``runs/census``, under the current directory):
+the checkpoints, the TensorBoard events (``eval/`` for the evaluation), and the export in
+``export/<version>``, which ``python -m estimator.serve --model_name census
+--model_base_path runs/census/export`` serves. A run replaces the default directory's
+previous contents; a ``--model-dir`` of your own that holds a checkpoint resumes from it, as
+TF's Estimator does. With ``--model all`` each model has its own subdirectory.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
+import gzip
 import logging
 import os
 import shutil
 import sys
 import tempfile
 import time
-import urllib.request
 
 import numpy as np
 
@@ -46,11 +52,9 @@ import canned
 import estimator as est
 from canned import feature_column as fc
 
-URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
-SHA256 = {
-    "adult.data": "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
-    "adult.test": "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
-}
+# The repository's copy of UCI Adult (data/adult/README.md).
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "data", "adult")
+MODEL_DIR = os.path.join("runs", "census")
 COLUMNS = [
     "age",
     "workclass",
@@ -72,26 +76,10 @@ NUMERIC = {"age", "fnlwgt", "education_num", "capital_gain", "capital_loss", "ho
 LABELS = ["<=50K", ">50K"]
 
 
-def data_dir(argument: str | None) -> str:
-    """The directory holding adult.data and adult.test (downloaded if needed)."""
-    for candidate in (argument, os.environ.get("ADULT_DATA_DIR")):
-        if candidate:
-            return candidate
-    cache = os.path.join(os.path.expanduser("~"), ".cache", "jax-estimator", "adult")
-    for name, digest in SHA256.items():
-        path = os.path.join(cache, name)
-        if os.path.isfile(path):
-            continue
-        os.makedirs(cache, exist_ok=True)
-        print(f"Downloading {URL + name} ...", flush=True)
-        with urllib.request.urlopen(URL + name, timeout=60) as response:
-            payload = response.read()
-        if hashlib.sha256(payload).hexdigest() != digest:
-            raise RuntimeError(f"{name} from {URL} does not have the expected sha256 {digest}.")
-        with open(path + ".part", "wb") as f:
-            f.write(payload)
-        os.replace(path + ".part", path)
-    return cache
+def data_dir(argument: str | None = None) -> str:
+    """The directory holding adult.data and adult.test: ``argument``, else
+    ``$ADULT_DATA_DIR``, else the repository's ``data/adult``."""
+    return argument or os.environ.get("ADULT_DATA_DIR") or os.path.normpath(DATA_DIR)
 
 
 def load(path: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -100,13 +88,15 @@ def load(path: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
     Fields after the first start with a space; adult.test starts with a
     ``|1x3 Cross validator`` line and its labels end with a period; both files end with
     an empty line; missing values are ``?`` (kept as a category, as TF's tutorial does).
+    ``path`` may name the file or, when it is not there, its gzipped copy ``path + ".gz"``.
 
     Returns:
       ``({column: array}, labels)``: numeric columns as float32 (``int64`` for counts),
       the others as ``object`` arrays of ``str``; labels as ``str`` (``<=50K``/``>50K``).
     """
     rows = []
-    with open(path, newline="") as f:
+    opened = open(path, newline="") if os.path.exists(path) else gzip.open(path + ".gz", "rt")
+    with opened as f:
         for row in csv.reader(f, skipinitialspace=True):
             if len(row) != len(COLUMNS):  # the test file's header line, empty lines
                 continue
@@ -219,8 +209,11 @@ class Progress(est.SessionRunHook):
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir")
-    parser.add_argument("--model-dir")
+    parser.add_argument("--data-dir", help="default: $ADULT_DATA_DIR, else data/adult")
+    parser.add_argument(
+        "--model-dir",
+        help=f"checkpoints, events and export (default: {MODEL_DIR}, replaced at each run)",
+    )
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
@@ -254,17 +247,16 @@ def main(argv=None) -> dict:
         print(f"Wrote {args.train_files} and {args.test_files}")
 
     kinds = list(MODELS) if args.model == "all" else [args.model]
+    root = args.model_dir or MODEL_DIR
+    if args.model_dir is None and os.path.isdir(root):
+        shutil.rmtree(root)  # the default directory holds the previous run's results only
     all_results = {}
     for kind in kinds:
-        model_dir = args.model_dir or tempfile.mkdtemp(prefix=f"census_{kind}_")
-        if len(kinds) > 1 and args.model_dir:
-            model_dir = os.path.join(args.model_dir, kind)
+        model_dir = os.path.join(root, kind) if len(kinds) > 1 else root
         print(f"\n== {kind} ({MODELS[kind]}) ==  model_dir: {model_dir}")
         all_results[kind] = _train_evaluate_export(
             kind, args, model_dir, train_x, train_y, test_x, test_y
         )
-        if args.model_dir is None:
-            shutil.rmtree(model_dir, ignore_errors=True)
     if args.input == "tfrecord":
         shutil.rmtree(files, ignore_errors=True)
     if len(kinds) > 1:
@@ -273,6 +265,12 @@ def main(argv=None) -> dict:
         print(f"  {'model':10s} " + " ".join(f"{k:>20s}" for k in keys))
         for kind, results in all_results.items():
             print(f"  {kind:10s} " + " ".join(f"{results[k]:20.4f}" for k in keys))
+    export_base = os.path.join(root, kinds[0] if len(kinds) > 1 else "", "export")
+    print(
+        f"\nResults in {root}: checkpoints, TensorBoard events (tensorboard --logdir {root}) "
+        f"and the export. Serve it with\n  python -m estimator.serve --model_name census "
+        f"--model_base_path {os.path.normpath(export_base)} --rest_api_port 8501"
+    )
     return all_results[kinds[-1]] if len(kinds) == 1 else all_results
 
 
