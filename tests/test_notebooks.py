@@ -23,7 +23,7 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     # importing TensorFlow (installed for other tests) in every kernel that reads events.
     notf = "import sys, types\nsys.modules['tensorboard.compat.notf'] = types.ModuleType('notf')"
     notebook.cells.insert(0, nbformat.v4.new_code_cell(notf))
-    # Run from the repository root: notebooks read ../shared/data like the examples do.
+    # Run from the repository root, where the notebooks find data/adult and examples/.
     NotebookClient(
         notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": ROOT}}
     ).execute()

@@ -203,7 +203,9 @@ def enable_compilation_cache(directory: str | None) -> None:
         name="compilation-cache-prune",
         daemon=True,
     ).start()
-    logger.info("Persistent compilation cache: %s", directory)
+    home = os.path.expanduser("~")
+    shown = "~" + directory[len(home) :] if directory.startswith(home + os.sep) else directory
+    logger.info("Persistent compilation cache: %s", shown)
 
 
 def prune_compilation_cache(directory: str, max_bytes: int = _MAX_CACHE_BYTES) -> int:
