@@ -220,8 +220,8 @@ class DNNRegressor(_DNN):
     Args:
       hidden_units, feature_columns, model_dir: as :class:`DNNClassifier`.
       label_dimension: labels per example (``[batch_size, label_dimension]``).
-      weight_column, optimizer, activation_fn, dropout, config, warm_start_from,
-        loss_reduction, batch_norm: as :class:`DNNClassifier`.
+      weight_column, optimizer, activation_fn, dropout: as :class:`DNNClassifier`.
+      config, warm_start_from, loss_reduction, batch_norm: as :class:`DNNClassifier`.
     """
 
     def __init__(
@@ -260,8 +260,9 @@ class DNNEstimator(_DNN):
 
     Args:
       head: a ``canned.head`` head (its ``weight_column`` feature is read too).
-      hidden_units, feature_columns, model_dir, optimizer, activation_fn, dropout, config,
-        warm_start_from, batch_norm: as :class:`DNNClassifier`.
+      hidden_units, feature_columns, model_dir, optimizer: as :class:`DNNClassifier`.
+      activation_fn, dropout, config, warm_start_from, batch_norm: as
+        :class:`DNNClassifier`.
     """
 
     def __init__(

@@ -151,8 +151,8 @@ class DNNLinearCombinedClassifier(_DNNLinearCombined):
       dnn_hidden_units: units per hidden layer; required with ``dnn_feature_columns``.
       dnn_activation_fn: default ``jax.nn.relu``.
       dnn_dropout: fraction dropped in training, or None.
-      n_classes, weight_column, label_vocabulary, config, warm_start_from,
-        loss_reduction: as ``canned.LinearClassifier``.
+      n_classes, weight_column, label_vocabulary: as ``canned.LinearClassifier``.
+      config, warm_start_from, loss_reduction: as ``canned.LinearClassifier``.
       batch_norm: batch normalization after each hidden layer.
       linear_sparse_combiner: ``"sum"`` (default), ``"mean"`` or ``"sqrtn"``.
 
@@ -249,9 +249,11 @@ class DNNLinearCombinedEstimator(_DNNLinearCombined):
 
     Args:
       head: a ``canned.head`` head (its ``weight_column`` feature is read too).
-      model_dir, linear_feature_columns, linear_optimizer, dnn_feature_columns,
-        dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout, config,
-        batch_norm, linear_sparse_combiner: as :class:`DNNLinearCombinedClassifier`.
+      model_dir, linear_feature_columns, linear_optimizer: as
+        :class:`DNNLinearCombinedClassifier`.
+      dnn_feature_columns, dnn_optimizer, dnn_hidden_units: the same.
+      dnn_activation_fn, dnn_dropout, config, batch_norm, linear_sparse_combiner: the
+        same.
     """
 
     def __init__(

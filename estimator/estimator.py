@@ -226,13 +226,13 @@ class Estimator:
 
         Args:
           input_fn: returns batches (see ``estimator.inputs``).
-          hooks: extra ``SessionRunHook``s and event handlers (``estimator.handlers``:
+          hooks: extra ``SessionRunHook`` objects and event handlers (``estimator.handlers``:
             epochs, training metrics, validation, ...), in one list; they run in the order
             of ``estimator.handlers.order`` (by ``priority``, then as listed).
           steps: how many steps to run, counted from this call's start.
           max_steps: the global step to stop at, counted across calls; training is skipped
             when the latest checkpoint is already there.
-          saving_listeners: ``CheckpointSaverListener``s called around each save.
+          saving_listeners: ``CheckpointSaverListener`` objects called around each save.
 
         Returns:
           ``self``.
@@ -315,7 +315,7 @@ class Estimator:
           input_fn: returns batches (see ``estimator.inputs``); a single batch is
             evaluated once.
           steps: evaluate at most this many batches; None until the input ends.
-          hooks: ``SessionRunHook``s (and ``estimator.handlers`` event handlers: the
+          hooks: ``SessionRunHook`` objects (and ``estimator.handlers`` event handlers: the
             evaluation is one epoch) for this evaluation.
           checkpoint_path: a checkpoint (or a directory of them) to evaluate; None uses
             the latest in ``model_dir``, or fresh variables when there is none (logged).
@@ -355,7 +355,7 @@ class Estimator:
         Args:
           input_fn: returns features (labels, if any, are ignored).
           predict_keys: names of the predictions to return (dict predictions only).
-          hooks: ``SessionRunHook``s for this prediction.
+          hooks: ``SessionRunHook`` objects for this prediction.
           checkpoint_path: as in :meth:`evaluate`.
           yield_single_examples: yield one dict per example (``{key: value[i]}``) instead
             of one per batch.

@@ -370,8 +370,9 @@ class RNNClassifier(RNNEstimator):
     given), and the mask added to the predictions.
 
     Args:
-      sequence_feature_columns, context_feature_columns, units, cell_type, rnn_cell_fn,
-        return_sequences, model_dir, optimizer, config: as :class:`RNNEstimator`.
+      sequence_feature_columns, context_feature_columns, units: as :class:`RNNEstimator`.
+      cell_type, rnn_cell_fn, return_sequences: as :class:`RNNEstimator`.
+      model_dir, optimizer, config: as :class:`RNNEstimator`.
       n_classes: number of classes (>= 2).
       weight_column: a feature key or ``numeric_column`` of per-example weights (per-step
         ``[B, T]`` weights with ``return_sequences``; a key then).

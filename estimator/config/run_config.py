@@ -233,9 +233,9 @@ class RunConfig:
       log_step_count_steps: log loss and global_step/sec every this many steps.
       train_distribute, eval_distribute, experimental_distribute: must be None (use
         ``mesh``).
-      device_fn, protocol, experimental_max_worker_delay_secs,
-        session_creation_timeout_secs, checkpoint_save_graph_def: accepted and validated as
+      device_fn, protocol, experimental_max_worker_delay_secs: accepted and validated as
         TF does; no effect.
+      session_creation_timeout_secs, checkpoint_save_graph_def: the same.
       random_seed: keyword-only alias of ``tf_random_seed``.
       mesh: keyword-only ``jax.sharding.Mesh`` for data parallelism: each batch is sharded
         over the mesh's first axis, variables are replicated. None runs on one device.

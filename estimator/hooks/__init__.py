@@ -11,7 +11,7 @@ or the engine.
   ``NanTensorHook``, ``StepCounterHook``, ``FinalOpsHook``, ...).
 * ``checkpoint_saver`` — ``CheckpointSaverHook`` and ``CheckpointSaverListener``.
 * ``summary`` — ``SummarySaverHook`` (the summary ops are ``estimator.summary``'s).
-* ``early_stopping`` — the hook of ``estimator.early_stopping``'s ``stop_if_*_hook``s
+* ``early_stopping`` — the hook of ``estimator.early_stopping``'s ``stop_if_*_hook`` functions
   and the per-estimator channel through which evaluators announce evaluations to it.
 * ``progress``, ``profiler`` — a progress bar and a JAX profiler trace.
 * ``feed_fn`` — ``FeedFnHook``, TF's name, refused with the alternative (no feeds here).

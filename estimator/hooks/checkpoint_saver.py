@@ -1,4 +1,4 @@
-"""Checkpoint saving: ``CheckpointSaverHook`` and its ``CheckpointSaverListener``s
+"""Checkpoint saving: ``CheckpointSaverHook`` and its ``CheckpointSaverListener`` objects
 (TF 2.15's ``basic_session_run_hooks.py``)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class CheckpointSaverHook(SessionRunHook):
       saver: an ``estimator.checkpoint.Checkpointer`` (the Estimator passes its own, with
         the RunConfig's retention); None makes one keeping 5.
       checkpoint_basename, scaffold, save_graph_def: accepted for TF compatibility.
-      listeners: ``CheckpointSaverListener``s (more can be added before training with
+      listeners: ``CheckpointSaverListener`` objects (more can be added before training with
         :meth:`add_listener`).
       timer: keyword-only, beyond TF: what decides when to save (a
         :class:`SecondOrStepTimer` or an object with its methods), made from

@@ -70,7 +70,7 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
         followed by the mode and the fix), "Loss must be scalar, given: ...",
         export-output rules, a non-None scaffold.
       TypeError: a train_op that is not an optax transformation, a non-array loss or
-        prediction, hooks that are not ``SessionRunHook``s, ``eval_metric_ops`` that are not
+        prediction, hooks that are not ``SessionRunHook`` objects, ``eval_metric_ops`` that are not
         a dict of metrics.
     """
 

@@ -214,7 +214,7 @@ def variable_scope(
 @contextlib.contextmanager
 def root_scope() -> Iterator[None]:
     """Variables created in the block are named from the root, whatever the enclosing
-    ``variable_scope``s (TF's shared embedding tables: ``a_b_shared_embedding``, not
+    ``variable_scope`` blocks (TF's shared embedding tables: ``a_b_shared_embedding``, not
     ``input_layer/.../a_b_shared_embedding``).
 
     Raises:

@@ -47,7 +47,7 @@ class InMemoryEvaluatorHook(SessionRunHook):
       estimator: the ``Estimator`` being trained (its ``evaluate`` machinery is used).
       input_fn: the evaluation input, as for ``Estimator.evaluate``.
       steps: evaluate at most this many batches; None until the input ends.
-      hooks: ``SessionRunHook``s (or ``estimator.handlers``) for each evaluation.
+      hooks: ``SessionRunHook`` objects (or ``estimator.handlers``) for each evaluation.
       name: evaluation name; results go to ``estimator.eval_dir(name)``.
       every_n_iter: evaluate every this many training steps of the ``train()`` call.
       every_n_secs: keyword-only, beyond TF: evaluate every this many seconds instead

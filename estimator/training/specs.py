@@ -80,8 +80,8 @@ class TrainSpec(
       input_fn: the training input, as for ``Estimator.train``.
       max_steps: the global step to train to; None trains until the input ends (or
         forever: ``train_and_evaluate``'s only reliable stop is ``max_steps``).
-      hooks: ``SessionRunHook``s for training.
-      saving_listeners: ``CheckpointSaverListener``s for training.
+      hooks: ``SessionRunHook`` objects for training.
+      saving_listeners: ``CheckpointSaverListener`` objects for training.
 
     Raises:
       TypeError: "`input_fn` must be callable, given: ...", "All hooks must be
@@ -122,7 +122,7 @@ class EvalSpec(
       input_fn: the evaluation input, as for ``Estimator.evaluate``.
       steps: batches per evaluation; None until the input ends.
       name: evaluation name; results go to ``estimator.eval_dir(name)``.
-      hooks: ``SessionRunHook``s for each evaluation.
+      hooks: ``SessionRunHook`` objects for each evaluation.
       exporters: an ``Exporter`` or an iterable of them (unique names), called after each
         evaluation.
       start_delay_secs: seconds an evaluator task waits before its first evaluation

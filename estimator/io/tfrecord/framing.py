@@ -50,9 +50,9 @@ class TFRecordOptions:
     Args:
       compression_type: ``""``/None, ``"GZIP"`` or ``"ZLIB"``.
       compression_level: 0-9 (zlib's; default 6 as TF's).
-      flush_mode, input_buffer_size, output_buffer_size, window_bits, compression_method,
-        mem_level, compression_strategy: accepted for TF compatibility (zlib's defaults
-        are used).
+      flush_mode, input_buffer_size, output_buffer_size, window_bits: accepted for TF
+        compatibility (zlib's defaults are used).
+      compression_method, mem_level, compression_strategy: the same.
     """
 
     compression_type: str | None = None
