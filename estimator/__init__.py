@@ -9,7 +9,7 @@ Port a TF 1.x/2.x Estimator by changing the imports and the optimizer line::
         ...
         return est.EstimatorSpec(mode, loss=loss, train_op=optax.adagrad(0.1), ...)
 
-See the README for the porting table. The package's layers, bottom to top (base, hooks,
+The guides (``docs/``) have the porting tables. The package's layers, bottom to top (base, hooks,
 model, inputs, distribute, engine, export, estimator, training, serve and compat; then
 ``canned``), and which module is in which: ``docs/architecture.md``, enforced by
 ``tests/test_layout.py``.

@@ -15,8 +15,8 @@ from collections.abc import Callable
 __all__ = ["UnsupportedSymbolError", "unsupported", "module_getattr", "hint_for"]
 
 _GENERAL = (
-    "Write that part with jax.numpy / jax.nn / optax / estimator directly (see the README's "
-    "'Porting' table); `python -m estimator.compat.check <program.py>` lists every TF symbol "
+    "Write that part with jax.numpy / jax.nn / optax / estimator directly (see the table "
+    "in docs/model_fn.md); `python -m estimator.compat.check <program.py>` lists every TF symbol "
     "a program uses and which are covered."
 )
 
@@ -63,8 +63,8 @@ HINTS: dict[str, str] = {
         "optimizer alone."
     ),
     "tf.train.replica_device_setter": (
-        "There are no parameter servers: variables live on the training processes (see the "
-        "README's 'Running on several machines')."
+        "There are no parameter servers: variables live on the training processes (see "
+        "docs/distributed.md)."
     ),
     "tf.device": "Placement is jax's: the Estimator shards over RunConfig's mesh.",
     "tf.image": "Image ops: use jax.image (resize) and jax.numpy on NHWC arrays.",
@@ -109,8 +109,7 @@ HINTS["tf.contrib.cluster_resolver"] = (
     "runs on them with RunConfig(cluster=None)."
 )
 HINTS["tf.contrib.distribute"] = (
-    "Distribution is jax's: RunConfig(mesh=...) or TF_CONFIG (see the README's 'Running on "
-    "several machines')."
+    "Distribution is jax's: RunConfig(mesh=...) or TF_CONFIG (see docs/distributed.md)."
 )
 HINTS["tf.strings.to_hash_bucket_strong"] = HINTS["tf.string_to_hash_bucket_strong"]
 HINTS["tf.strings.to_hash_bucket"] = HINTS["tf.string_to_hash_bucket"]
@@ -137,8 +136,7 @@ PREFIX_HINTS: dict[str, str] = {
     ),
     "tf.compat.v2.": "Only the TF 1.x API (tf.compat.v1) is provided.",
     "tf.distribute.": (
-        "Distribution is jax's: RunConfig(mesh=...) or TF_CONFIG (see the README's 'Running "
-        "on several machines')."
+        "Distribution is jax's: RunConfig(mesh=...) or TF_CONFIG (see docs/distributed.md)."
     ),
     "tf.saved_model.": (
         "tf.saved_model provides signature_constants and tag_constants; export with "

@@ -10,7 +10,7 @@
 * ``sharding`` — where the state lives: replicated, or sharded by
   ``RunConfig(variable_partitions=...)``.
 
-See the README's "Running on several machines".
+The guide: ``docs/distributed.md``.
 """
 
 from estimator.distribute.cluster import barrier as barrier
