@@ -113,6 +113,10 @@ html_title = "jax-estimator"
 html_theme_options = {
     "show_toc_level": 2,
     "home_page_in_toc": True,
+    # The sidebar shows the current page's branch of the tree only: the API reference has
+    # some 400 pages, and the whole tree on every page made the build three times slower.
+    "collapse_navbar": True,
+    "max_navbar_depth": 3,
 }
 
 
