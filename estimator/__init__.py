@@ -15,9 +15,9 @@ model, inputs, distribute, engine, export, estimator, training, serve and compat
 ``tests/test_layout.py``.
 """
 
-# First: estimator.platform notes the root logger's handlers before the imports below
+# First: estimator.config.platform notes the root logger's handlers before the imports below
 # (release_root_logger, at the end).
-import estimator.platform as _platform
+import estimator.config.platform as _platform
 from estimator import distribute as distribute
 from estimator import early_stopping as early_stopping
 from estimator import events as events

@@ -3,8 +3,10 @@ for every public name."""
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import zlib
@@ -69,3 +71,22 @@ def test_public_names_follow_all_once_per_object():
     assert estimator.hooks.LoggingTensorHook is estimator.LoggingTensorHook
     assert not set(names) & set(aliases)
     assert len(names) == len(set(names))
+
+
+def test_paths_named_in_the_guides_exist():
+    """Every repository path the README and the guides name in code spans (``tests/...``,
+    ``estimator/...``, ``benchmarks/...``) is there: files move, and the guides follow."""
+    pattern = re.compile(
+        r"`((?:estimator|canned|tests|benchmarks|examples|notebooks|tools|data|docs)/[\w./-]*)`"
+    )
+    pages = [os.path.join(ROOT, "README.md"), *glob.glob(os.path.join(DOCS, "*.md"))]
+    named = {
+        (os.path.relpath(page, ROOT), path)
+        for page in pages
+        for path in pattern.findall(open(page, encoding="utf-8").read())
+    }
+    assert len(named) > 20
+    missing = sorted(
+        (page, path) for page, path in named if not os.path.exists(os.path.join(ROOT, path))
+    )
+    assert not missing

@@ -11,7 +11,7 @@ import sys
 import forkserver
 import pytest
 
-from estimator import platform
+from estimator.config import platform
 
 
 def _train_at_info(style: str, queue) -> None:
