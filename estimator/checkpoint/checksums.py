@@ -192,6 +192,58 @@ def _held_somewhere(x, index: list[list[int]] | None) -> bool:
     return False
 
 
+def _mismatch(key: str, x, record: dict | None) -> str | None:
+    """The problem with ``x`` before its bytes are read: no record, or another shape or
+    dtype than recorded."""
+    if record is None:
+        return f"{key}: no checksum recorded for it"
+    shape, dtype = [int(d) for d in np.shape(x)], _dtype_name(x)
+    if (shape, dtype) != (record["shape"], record["dtype"]):
+        return f"{key}: recorded as {record['dtype']} {record['shape']}, read as {dtype} {shape}"
+    return None
+
+
+def _region(x, index, gathered: list):
+    """The bytes of region ``index`` (None: all) of ``x`` this process checks, or None when
+    another process holds it. ``gathered`` holds the whole array once gathered (a
+    collective, decided alike on every process)."""
+    if isinstance(x, jax.Array) and _spans_processes(x):
+        found = _covering(x, index)
+        if found is None:
+            if _held_somewhere(x, index):
+                return None  # the process holding it checks it
+            if not gathered:
+                gathered.append(np.asarray(multihost_utils.process_allgather(x, tiled=True)))
+            found = gathered[0], [0] * np.ndim(x)
+        data, offsets = found
+    else:
+        data, offsets = _local_whole(x), [0] * np.ndim(x)
+    if index is not None:
+        data = data[
+            _index_slices([[a - o, b - o] for (a, b), o in zip(index, offsets, strict=True)])
+        ]
+    return _bytes(data)
+
+
+def _compared(jobs: list[tuple[str, list[int], memoryview]]) -> list[str]:
+    """The CRC32C mismatches of ``(where, recorded, bytes)`` jobs, one line each."""
+    problems = []
+    for (where, expected, data), got in zip(
+        jobs, _checksum_all([data for _, _, data in jobs]), strict=True
+    ):
+        bad = [i for i, (e, g) in enumerate(zip(expected, got, strict=False)) if e != g]
+        if len(expected) != len(got):
+            problems.append(f"{where}: {len(got)} checksum pieces read, {len(expected)} recorded")
+        elif bad:
+            first, size = bad[0], len(data)
+            problems.append(
+                f"{where}: CRC32C mismatch in bytes {first * PIECE_BYTES}.."
+                f"{min(size, (first + 1) * PIECE_BYTES)} of {size} (recorded "
+                f"{expected[first]}, read {got[first]})"
+            )
+    return problems
+
+
 def verify(tree, records: dict[str, dict], prefix: str) -> list[str]:
     """Checks the arrays of ``tree`` against their records.
 
@@ -207,52 +259,21 @@ def verify(tree, records: dict[str, dict], prefix: str) -> list[str]:
       One line per problem (``"<key>: ..."``); empty when every array matches.
     """
     problems: list[str] = []
-    jobs: list[tuple[str, str, list[int], memoryview]] = []
+    jobs: list[tuple[str, list[int], memoryview]] = []
     for key, x in leaves(tree, prefix):
         record = records.get(key)
-        if record is None:
-            problems.append(f"{key}: no checksum recorded for it")
+        problem = _mismatch(key, x, record)
+        if problem is not None:
+            problems.append(problem)
             continue
-        shape, dtype = [int(d) for d in np.shape(x)], _dtype_name(x)
-        if (shape, dtype) != (record["shape"], record["dtype"]):
-            problems.append(
-                f"{key}: recorded as {record['dtype']} {record['shape']}, read as {dtype} {shape}"
-            )
-            continue
-        whole = None
+        gathered: list = []
         for region in record["regions"]:
             index = region["index"]
-            where = f"{key}" if index is None else f"{key}[{_index_text(index)}]"
-            if isinstance(x, jax.Array) and _spans_processes(x):
-                found = _covering(x, index)
-                if found is None:
-                    if _held_somewhere(x, index):
-                        continue  # the process holding it checks it
-                    if whole is None:  # a collective, decided alike on every process
-                        whole = np.asarray(multihost_utils.process_allgather(x, tiled=True))
-                    found = whole, [0] * len(shape)
-                data, offsets = found
-            else:
-                data, offsets = _local_whole(x), [0] * len(shape)
-            if index is not None:
-                data = data[
-                    _index_slices(
-                        [[a - o, b - o] for (a, b), o in zip(index, offsets, strict=True)]
-                    )
-                ]
-            jobs.append((key, where, region["crc32c"], _bytes(data)))
-    data_of = {where: data for _, where, _, data in jobs}
-    for (_, where, expected, _), got in zip(jobs, _checksum_all([j[3] for j in jobs]), strict=True):
-        bad = [i for i, (e, g) in enumerate(zip(expected, got, strict=False)) if e != g]
-        if len(expected) != len(got):
-            problems.append(f"{where}: {len(got)} checksum pieces read, {len(expected)} recorded")
-        elif bad:
-            first, size = bad[0], len(data_of[where])
-            problems.append(
-                f"{where}: CRC32C mismatch in bytes {first * PIECE_BYTES}.."
-                f"{min(size, (first + 1) * PIECE_BYTES)} of {size} (recorded "
-                f"{expected[first]}, read {got[first]})"
-            )
+            data = _region(x, index, gathered)
+            if data is not None:
+                where = key if index is None else f"{key}[{_index_text(index)}]"
+                jobs.append((where, region["crc32c"], data))
+    problems += _compared(jobs)
     if any(_spans_processes(x) for _, x in leaves(tree, prefix)):
         problems = _agree(problems)
     return problems

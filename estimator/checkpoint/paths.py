@@ -5,7 +5,6 @@ moving a damaged one aside. Reading and writing them is ``estimator.checkpoint``
 from __future__ import annotations
 
 import logging
-import os
 import re
 
 from estimator.io import fs, staging
@@ -52,9 +51,7 @@ def _complete(path: str) -> bool:
     step directory by renaming it, so one with this name is complete once it has
     ``meta/metadata`` (the last item needed to read it); on a URL (no rename) it is complete
     once it has the commit marker orbax (gs://) or the publisher writes last."""
-    if fs.is_url(path):
-        return fs.isfile(fs.join(path, staging.COMMIT_MARKER))
-    return os.path.isfile(os.path.join(path, "meta", "metadata"))
+    return fs.complete(path, marker=staging.COMMIT_MARKER, local_check="meta/metadata")
 
 
 def complete_steps(model_dir) -> list[int]:

@@ -59,6 +59,19 @@ Process-wide settings, made once, by the first ``Estimator`` built (:func:`confi
   ``import estimator`` do nothing. ``import estimator`` removes the root handlers its
   imports added (:func:`release_root_logger`).
 
+Storage clients (:func:`storage_environment`, applied when this module is imported and
+again whenever a ``model_dir`` is set, both idempotent; the user's own values win):
+
+* ``EPATH_USE_TF=false``: orbax lists and renames ``gs://`` checkpoints through
+  ``etils.epath``, which serves ``gs://`` and ``s3://`` with TensorFlow's file system whenever
+  TensorFlow is installed (importing it) and decides once per process. Library code never
+  imports TensorFlow, and gcsfs follows the same emulator and credentials as the rest of
+  ``estimator.io.fs``: fsspec, unless the user chose otherwise.
+* ``TENSORSTORE_GCS_HTTP_URL`` from ``STORAGE_EMULATOR_HOST``: orbax writes ``gs://``
+  checkpoints through TensorStore (which reads the former), the rest goes through gcsfs
+  (which reads the latter): one emulator for all, never the emulator for some files and
+  Google's servers for others.
+
 Code paths for the CPU backend alone (:func:`on_cpu`; other backends run the standard
 ``lax`` operations and XLA's default options):
 
@@ -91,6 +104,7 @@ __all__ = [
     "CPU_COMPILE_OPTIONS",
     "CPU_CONVOLUTIONS",
     "DEPENDENCY_LOGGERS",
+    "EPATH_USE_TF",
     "UNROLL_THREEFRY",
     "configure",
     "canonical_convolutions",
@@ -101,6 +115,7 @@ __all__ = [
     "prune_compilation_cache",
     "quiet_dependency_logs",
     "release_root_logger",
+    "storage_environment",
     "unroll_threefry",
 ]
 
@@ -120,6 +135,25 @@ _MAX_CACHE_BYTES = 2 << 30
 _CACHE_SUFFIX = "-cache"  # JAX's name for a cache entry's file (jax/_src/lru_cache.py)
 _threefry_unrolled = False
 _convolutions_canonical = False
+
+
+EPATH_USE_TF = "EPATH_USE_TF"
+STORAGE_EMULATOR_HOST = "STORAGE_EMULATOR_HOST"
+TENSORSTORE_GCS_HTTP_URL = "TENSORSTORE_GCS_HTTP_URL"
+
+
+def storage_environment() -> None:
+    """Sets the storage clients' process-wide variables (see the module docstring) where
+    the environment does not set them already."""
+    os.environ.setdefault(EPATH_USE_TF, "false")
+    emulator = os.environ.get(STORAGE_EMULATOR_HOST, "")
+    if emulator and emulator != "default":
+        if not emulator.startswith(("http://", "https://")):
+            emulator = "http://" + emulator
+        os.environ.setdefault(TENSORSTORE_GCS_HTTP_URL, emulator)
+
+
+storage_environment()  # before orbax's etils.epath makes its once-per-process choice
 
 
 def on_cpu() -> bool:

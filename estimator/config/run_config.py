@@ -543,6 +543,7 @@ def config_with_model_dir(config, model_dir) -> RunConfig:
         logger.warning("Using temporary folder as model directory: %s", model_dir)
         config = config.replace(model_dir=model_dir)
     normal = fs.check(config.model_dir, "model_dir", write=True)  # file:// and trailing /
+    platform.storage_environment()  # the storage clients follow the environment of now
     if normal != config.model_dir:
         config = config.replace(model_dir=normal)
     return config

@@ -14,8 +14,6 @@ import functools
 import itertools
 import logging
 import os
-import shutil
-import tempfile
 import threading
 import time
 
@@ -64,12 +62,9 @@ class EventWriter:
         from tensorboardX.event_file_writer import EventsWriter
 
         self.logdir = fs.as_str(logdir)
-        self._staging = None
-        if fs.is_url(logdir):
-            self._staging = tempfile.mkdtemp(prefix="jax-estimator-events-")
-            atexit.register(shutil.rmtree, self._staging, True)  # writers live as long
-        local = self._staging or self.logdir
-        os.makedirs(local, exist_ok=True)
+        self._mirror = fs.Mirror(self.logdir)  # a URL's events: a local file, uploaded
+        atexit.register(self._mirror.discard)  # writers live as long as the process
+        local = self._mirror.path
         suffix = f".{os.getpid()}.{next(self._count)}"
         self._writer = EventsWriter(os.path.join(local, "events"), suffix)
 
@@ -128,22 +123,11 @@ class EventWriter:
 
     def flush(self) -> None:
         self._writer.flush()
-        self._upload()
+        self._mirror.sync()
 
     def close(self) -> None:
         self._writer.close()
-        self._upload()
-        if self._staging is not None:
-            shutil.rmtree(self._staging, ignore_errors=True)
-            self._staging = None
-
-    def _upload(self) -> None:
-        """Uploads the local event file over its object (storage URLs only)."""
-        if self._staging is None:
-            return
-        for name in os.listdir(self._staging):
-            with open(os.path.join(self._staging, name), "rb") as f:
-                fs.write_bytes(fs.join(self.logdir, name), f.read())
+        self._mirror.close()
 
 
 _WRITERS: dict[str, EventWriter] = {}

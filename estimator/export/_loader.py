@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -553,24 +551,22 @@ def load(path, *, verify_files: bool = True) -> LoadedModel:
         corrupt, altered, or points outside the export (the message names the file).
     """
     path = fs.check(path, "The export path")
-    if not fs.is_url(path):
-        return LoadedModel(path, verify_files=verify_files)
-    if not fs.isfile(fs.join(path, MANIFEST)):
+    if not fs.complete(path, marker=MANIFEST, local_check=MANIFEST):
         raise ValueError(
-            f"{path} is not a complete export: expected {MANIFEST}, which an export to "
-            "storage uploads last (a version directory without it is an upload in progress "
-            "or an interrupted one). Wait for it, or export again."
+            f"{path} is not a complete export: expected {MANIFEST} in a directory named by "
+            "its timestamp (a temp-* directory, or one without the manifest, which an export "
+            "writes last, is an export in progress or an interrupted one). Wait for it, or "
+            "export again."
         )
-    local = tempfile.mkdtemp(prefix="jax-estimator-export-")
+    local, remove = fs.local_copy(path)
     try:
-        fs.get_tree(path, local)
         model = LoadedModel(local, verify_files=verify_files)
     except ValueError as err:
-        shutil.rmtree(local, ignore_errors=True)
+        remove()
         raise ValueError(str(err).replace(local, path)) from None
     except BaseException:
-        shutil.rmtree(local, ignore_errors=True)
+        remove()
         raise
     model.path = path
-    weakref.finalize(model, shutil.rmtree, local, True)
+    weakref.finalize(model, remove)
     return model

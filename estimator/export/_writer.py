@@ -24,7 +24,6 @@ import os
 import shutil
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -259,28 +258,7 @@ def export(
         platforms=platforms,
     )
     with ckpt.process_local():  # the chief alone: no process waits for the others
-        if not fs.is_url(export_dir_base):
-            return write(estimator, export_dir_base, receiver_fns, **options)
-        scratch = tempfile.mkdtemp(prefix="jax-export-")
-        try:
-            local = write(estimator, scratch, receiver_fns, **options).decode()
-            last = MANIFEST if format == "jax" else "saved_model.pb"
-            return _upload(local, export_dir_base, last).encode()
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _upload(local: str, base: str, last: str) -> str:
-    """Uploads the export directory ``local`` to ``<base>/<timestamp>``, ``last`` last;
-    returns that URL. A failed upload deletes what it wrote."""
-    final = _timestamped(base)
-    try:
-        fs.put_tree(local, final, last=(last,))
-    except BaseException:
-        fs.rmtree(final)
-        raise
-    logger.info("Export uploaded to: %s", final)
-    return final
+        return write(estimator, export_dir_base, receiver_fns, **options)
 
 
 def _export_tf_saved_model(
@@ -295,8 +273,7 @@ def _export_tf_saved_model(
     if transform is not None:  # as the manifest will record it
         _builder.check_supported(InputTransform.from_config(transform.to_config()))
     _builder.import_tensorflow()
-    base = os.fsdecode(os.fspath(export_dir_base))
-    os.makedirs(base, exist_ok=True)
+    base = fs.as_str(export_dir_base)
     scratch = tempfile.mkdtemp(prefix="jax-export-")
     try:
         path = _export(
@@ -308,9 +285,14 @@ def _export_tf_saved_model(
             checkpoint_path=checkpoint_path,
             platforms=platforms,
         )
-        final = _builder.build(
-            path.decode(), _timestamped(base), as_text=as_text, verify_files=False
-        )
+        with fs.staging_dir(base) as staging:
+            built = _builder.build(
+                path.decode(),
+                os.path.join(staging, "saved_model"),
+                as_text=as_text,
+                verify_files=False,
+            )
+            final = _publish(built, base, "saved_model.pb")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     logger.info("TF SavedModel written to: %s", final)
@@ -322,10 +304,7 @@ def _export(
 ) -> bytes:
     runtime = estimator.runtime
     path = _checkpoint(estimator, checkpoint_path)
-    base = os.fspath(export_dir_base)
-    if isinstance(base, bytes):
-        base = base.decode()
-    os.makedirs(base, exist_ok=True)
+    base = fs.as_str(export_dir_base)
     recorded = runtime.input_transform
     # The signatures are traced through the host phase the manifest records and the loader
     # replays (to_config), not the Estimator's own object, which may do more on the host
@@ -334,10 +313,9 @@ def _export(
     exporter = Exporter(runtime, path, platforms)
     ties = getattr(recorded, "equal_dimensions", None)
     signatures, blobs = _signatures(exporter, receiver_fns, transform, ties)
-    final = _timestamped(base)
-    # temp-<timestamp>-<random>: unique, so concurrent exports never share a temp directory.
-    temp = os.path.join(base, f"temp-{os.path.basename(final)}-{uuid.uuid4().hex[:8]}")
-    try:
+    # A temp-* directory beside the exports locally (one rename publishes it), a local one
+    # for a storage URL (uploaded with the manifest last).
+    with fs.staging_dir(base) as temp:
         _write_functions(temp, signatures, blobs, as_text)
         _write_variables(temp, exporter.variables)
         assets = _copy_assets(transform, os.path.join(temp, "assets"))
@@ -361,10 +339,7 @@ def _export(
         }
         with open(os.path.join(temp, MANIFEST), "w") as f:
             json.dump(manifest, f, indent=2 if as_text else None, sort_keys=True)
-        final = _rename(temp, final, base)
-    except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
-        raise
+        final = _publish(temp, base, MANIFEST)
     logger.info("SavedModel written to: %s", final)
     return final.encode()
 
@@ -462,14 +437,15 @@ def _copy_assets_extra(assets_extra: Mapping[str, str] | None, temp: str) -> Non
         shutil.copy(source, destination)
 
 
-def _rename(temp: str, final: str, base: str) -> str:
-    """Renames the complete ``temp`` to ``final``, or to a later timestamp when another
-    export took that name meanwhile; returns the name it got."""
+def _publish(built: str, base: str, last: str) -> str:
+    """Publishes the export directory ``built`` (in a ``fs.staging_dir(base)``) as
+    ``<base>/<unix seconds>`` (``fs.publish_tree``: one rename locally, an upload with
+    ``last`` last on a store), or under a later timestamp when another export took that
+    name meanwhile; returns the path it got."""
+    final = _timestamped(base)
     while True:
         try:
-            os.rename(temp, final)
+            fs.publish_tree(built, final, last=(last,))
             return final
-        except OSError:
-            if not os.path.exists(final):
-                raise
+        except FileExistsError:
             final = _timestamped(base)  # another export took the name meanwhile

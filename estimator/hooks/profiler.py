@@ -28,7 +28,7 @@ import jax
 
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.hooks.timers import SecondOrStepTimer
-from estimator.io.paths import local_path
+from estimator.io.fs import local_path
 from estimator.mode_keys import ModeKeys
 
 __all__ = ["ProfilerHook"]

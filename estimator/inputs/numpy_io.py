@@ -26,6 +26,98 @@ def _as_ordered_dict(x, what: str) -> collections.OrderedDict:
     raise TypeError(f"{what} must be a dict or array; got {type(x).__name__}")
 
 
+def _check(shuffle, batch_size) -> None:
+    if not isinstance(shuffle, bool):
+        raise ValueError(
+            "shuffle must be provided and explicitly set as boolean (it is recommended to set "
+            f"it as True for training); got {shuffle}"
+        )
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be > 0, given: {batch_size}")
+
+
+def _columns(x, y) -> tuple[collections.OrderedDict, list, Any]:
+    """All arrays by key (``x``'s, then ``y``'s under their keys or a unique target key),
+    the feature keys and the target key(s) (None, a key, or a list of keys)."""
+    data = _as_ordered_dict(x, "x")
+    feature_keys = list(data)
+    if y is None:
+        return data, feature_keys, None
+    if not isinstance(y, dict):
+        target = "__target_key__"
+        while target in data:  # TF's _get_unique_target_key
+            target += "_n"
+        data[target] = np.asarray(y)
+        return data, feature_keys, target
+    if not y:
+        raise ValueError("y cannot be empty dict, use None instead.")
+    ordered_y = _as_ordered_dict(y, "y")
+    duplicates = set(feature_keys) & set(ordered_y)
+    if duplicates:
+        raise ValueError(
+            f"{len(duplicates)} duplicate keys are found in both x and y: {duplicates}"
+        )
+    data.update(ordered_y)
+    return data, feature_keys, list(ordered_y)
+
+
+def _length(data, feature_keys, target_keys) -> int:
+    lengths = {len(v) for v in data.values()}
+    if len(lengths) == 1:
+        return lengths.pop()
+    shapes_x = {k: data[k].shape for k in feature_keys}
+    if target_keys is None:
+        shape_y = None
+    elif isinstance(target_keys, str):
+        shape_y = data[target_keys].shape
+    else:
+        shape_y = {k: data[k].shape for k in target_keys}
+    raise ValueError(
+        "Length of tensors in x and y is mismatched. All elements in x and y must have "
+        f"the same length.\nShapes in x: {shapes_x}\nShapes in y: {shape_y}\n"
+    )
+
+
+def _rows(x, data, feature_keys, target_keys):
+    """``features`` or ``(features, labels)``, as ``model_fn`` takes them."""
+    if isinstance(x, np.ndarray):
+        features = data["__direct_np_input__"]
+    else:
+        features = {k: data[k] for k in feature_keys}
+    if target_keys is None:
+        return features
+    if isinstance(target_keys, str):
+        return features, data[target_keys]
+    return features, {k: data[k] for k in target_keys}
+
+
+def _in_order(take, n: int, batch_size: int, num_epochs: int | None) -> Iterator:
+    """Batches of consecutive examples, epoch after epoch; within an epoch each is a view
+    (no copy); a batch spanning an epoch boundary gathers, as TF's queue does."""
+    total = None if num_epochs is None else n * num_epochs
+    start = 0
+    while total is None or start < total:
+        stop = start + batch_size if total is None else min(start + batch_size, total)
+        lo = start % n
+        if lo + (stop - start) <= n:
+            yield take(slice(lo, lo + stop - start))
+        else:
+            yield take(np.arange(start, stop) % n)
+        start = stop
+
+
+def _shuffled(take, n: int, batch_size: int, num_epochs: int | None, rng) -> Iterator:
+    """Batches of the examples in a new random order each epoch, epoch after epoch."""
+    pending = np.empty((0,), np.int64)
+    for _ in itertools.count() if num_epochs is None else range(num_epochs):
+        pending = np.concatenate([pending, rng.permutation(n)])
+        while len(pending) >= batch_size:
+            yield take(pending[:batch_size])
+            pending = pending[batch_size:]
+    if len(pending):
+        yield take(pending)
+
+
 def numpy_input_fn(
     x,
     y=None,
@@ -37,7 +129,7 @@ def numpy_input_fn(
 ) -> Callable[[], Iterator]:
     """An ``input_fn`` feeding NumPy arrays in batches (``tf.compat.v1.estimator.inputs``).
 
-    Examples are read in order (or in a new random order each epoch with ``shuffle``),
+    Examples are read in order, or with ``shuffle`` in a new random order each epoch,
     epoch after epoch, and cut into batches of ``batch_size``; a batch may span an epoch
     boundary, as TF's queue does. With a finite ``num_epochs`` the last batch holds the
     remaining examples (it may be smaller); with ``num_epochs=None`` every batch is full
@@ -49,7 +141,8 @@ def numpy_input_fn(
       y: labels: an array ``[n, ...]``, a dict of arrays, or None.
       batch_size: examples per batch.
       num_epochs: passes over the data; None repeats forever.
-      shuffle: required, as in TF: True to shuffle (training), False to keep the order.
+      shuffle: required, as in TF: True for a new random order each epoch (training),
+        False to keep the order.
       queue_capacity, num_threads: accepted for TF compatibility; batches are cut from the
         arrays directly.
 
@@ -64,99 +157,26 @@ def numpy_input_fn(
       TypeError: x not a dict or array.
     """
     del queue_capacity, num_threads
-    if not isinstance(shuffle, bool):
-        raise ValueError(
-            "shuffle must be provided and explicitly set as boolean (it is recommended to set "
-            f"it as True for training); got {shuffle}"
-        )
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be > 0, given: {batch_size}")
+    _check(shuffle, batch_size)
     calls = itertools.count()
 
     def input_fn(config=None):
-        data = _as_ordered_dict(x, "x")
-        feature_keys = list(data)
-        target_keys: Any = None
-        if isinstance(y, dict):
-            if not y:
-                raise ValueError("y cannot be empty dict, use None instead.")
-            ordered_y = _as_ordered_dict(y, "y")
-            target_keys = list(ordered_y)
-            duplicates = set(feature_keys) & set(target_keys)
-            if duplicates:
-                raise ValueError(
-                    f"{len(duplicates)} duplicate keys are found in both x and y: {duplicates}"
-                )
-            data.update(ordered_y)
-        elif y is not None:
-            target_keys = "__target_key__"
-            while target_keys in data:  # TF's _get_unique_target_key
-                target_keys += "_n"
-            data[target_keys] = np.asarray(y)
-        lengths = {len(v) for v in data.values()}
-        if len(lengths) != 1:
-            shapes_x = {k: data[k].shape for k in feature_keys}
-            if target_keys is None:
-                shape_y = None
-            elif isinstance(target_keys, str):
-                shape_y = data[target_keys].shape
-            else:
-                shape_y = {k: data[k].shape for k in target_keys}
-            raise ValueError(
-                "Length of tensors in x and y is mismatched. All elements in x and y must have "
-                f"the same length.\nShapes in x: {shapes_x}\nShapes in y: {shape_y}\n"
-            )
-        (n,) = lengths
+        data, feature_keys, target_keys = _columns(x, y)
+        n = _length(data, feature_keys, target_keys)
         seed = getattr(config, "random_seed", None)
         rng = np.random.default_rng(None if seed is None else [seed, next(calls)])
 
-        def indices():
-            for _ in itertools.count() if num_epochs is None else range(num_epochs):
-                yield rng.permutation(n) if shuffle else np.arange(n)
+        def cut(take) -> Iterator:
+            if shuffle:
+                return _shuffled(take, n, batch_size, num_epochs, rng)
+            return _in_order(take, n, batch_size, num_epochs)
 
-        def batches(take):
-            if not shuffle:  # in order: every batch within an epoch is a view, no copy
-                yield from contiguous_batches(take)
-                return
-            pending = np.empty((0,), np.int64)
-            for epoch in indices():
-                pending = np.concatenate([pending, epoch])
-                while len(pending) >= batch_size:
-                    yield take(pending[:batch_size])
-                    pending = pending[batch_size:]
-            if len(pending):
-                yield take(pending)
-
-        def contiguous_batches(take):
-            total = None if num_epochs is None else n * num_epochs
-            start = 0
-            while total is None or start < total:
-                stop = start + batch_size if total is None else min(start + batch_size, total)
-                lo = start % n
-                if lo + (stop - start) <= n:
-                    yield take(slice(lo, lo + stop - start))
-                else:  # the batch spans an epoch boundary, as TF's queue
-                    yield take(np.arange(start, stop) % n)
-                start = stop
-
-        features = (
-            data["__direct_np_input__"]
-            if isinstance(x, np.ndarray)
-            else {k: data[k] for k in feature_keys}
-        )
-        if target_keys is None:
-            rows = features
-        elif isinstance(target_keys, str):
-            rows = features, data[target_keys]
-        else:
-            rows = features, {k: data[k] for k in target_keys}
         tail = None if num_epochs is None else (n * num_epochs) % batch_size
-        count = None if num_epochs is None else -(-n * num_epochs // batch_size)
         return Batches(
-            batches,
-            rows,
+            cut,
+            _rows(x, data, feature_keys, target_keys),
             last_batch_size=tail or None,
-            batch_count=count,
+            batch_count=None if num_epochs is None else -(-n * num_epochs // batch_size),
             epochs=(n, batch_size, num_epochs),
         )
 

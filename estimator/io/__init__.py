@@ -8,16 +8,14 @@ This is a bottom layer: it knows nothing of the Estimator's engine. What lives h
 * ``tfrecord``: TFRecord files (``TFRecordWriter``, ``read_records`` with patterns,
   interleaving, sharding and CRC checks; ``"GZIP"``/``"ZLIB"``), and ``write_examples``
   (columns or a DataFrame to ``tf.Example`` files);
-* ``checksums``: CRC32C records of arrays (every checkpoint's, checked on every read);
-  ``tree_form``: the saved form of a pytree (nested dicts keyed by name), in which the
-  engine carries and checkpoints save the optimizer state;
-* ``fs``: local paths and storage URLs (``gs://``, ``s3://``, any fsspec protocol whose
-  package is installed) through one seam: every file the package reads and writes, from
-  ``model_dir`` to exports; ``staging``: checkpoints and exports for storage orbax cannot
-  write itself (written locally, published with a completion marker last);
-* ``paths``: the one place the TFRecord reader and writer open files (local or URLs,
-  through ``fs``), and ``local_path``, which refuses URLs for the few writers that write
-  local files only;
+* ``fs``: the one seam for local paths and storage URLs (``gs://``, ``s3://``, any fsspec
+  protocol whose package is installed): every file the package reads and writes, from
+  ``model_dir`` to data files, with the two ways a write is kept whole (an atomic local
+  replace; an upload with its completion marker last) and ``local_path``, which refuses
+  URLs for the few writers that write local files only; ``locks``: the exclusive locks
+  ``fs.exclusive_lock`` chooses between (an OS file lock, a lease on object storage);
+  ``staging``: checkpoints and exports for storage orbax cannot write itself (written
+  locally, published with a completion marker last);
 * the parsing specs (``FixedLenFeature``, ``VarLenFeature``, ``SparseFeature``,
   ``RaggedFeature``, ``FixedLenSequenceFeature``) and ``parse_example``,
   ``parse_single_example``, ``parse_sequence_example``,
@@ -39,7 +37,6 @@ Synopsis::
 """
 
 from estimator.io import fs as fs
-from estimator.io import paths as paths
 from estimator.io import protos as protos
 from estimator.io import tfrecord as tfrecord
 from estimator.io._parse import parse_example as parse_example
@@ -57,7 +54,7 @@ from estimator.io._values import RaggedValue as RaggedValue
 from estimator.io._values import SparseValue as SparseValue
 from estimator.io.examples import serialize_examples as serialize_examples
 from estimator.io.examples import write_examples as write_examples
-from estimator.io.paths import local_path as local_path
+from estimator.io.fs import local_path as local_path
 from estimator.io.tfrecord import CorruptRecordError as CorruptRecordError
 from estimator.io.tfrecord import TFRecordOptions as TFRecordOptions
 from estimator.io.tfrecord import TFRecordWriter as TFRecordWriter
@@ -71,7 +68,6 @@ __all__ = [
     "TFRecordWriter",
     "list_files",
     "local_path",
-    "paths",
     "read_records",
     "serialize_examples",
     "tfrecord",

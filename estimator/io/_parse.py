@@ -34,6 +34,7 @@ import numpy as np
 
 from estimator.io import _columns, _wire
 from estimator.io._columns import ABSENT, BYTES, FLOAT, INT64, KIND_NAMES, Column
+from estimator.io._records import Records
 from estimator.io._specs import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -60,6 +61,8 @@ def as_records(serialized: Any, what: str = "serialized") -> list[bytes]:
             f"{what} must be a 1-D batch (a list or array) of serialized tf.Example bytes; got "
             "a single string. Use parse_single_example for one example, or wrap it in a list."
         )
+    if isinstance(serialized, Records):
+        return serialized  # the TFRecord reader's records, in its buffer
     if type(serialized) is list and set(map(type, serialized)) <= {bytes}:
         return serialized  # the common case (a batch of records), checked in one pass
     array = np.asarray(serialized, dtype=object)

@@ -37,6 +37,7 @@ from estimator.io._columns import (
     _bytes_array,
     collect_protobuf,
 )
+from estimator.io._records import Records
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -49,14 +50,14 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 class _Batch:
-    """The records' bytes as one array."""
+    """The records' bytes as one array (the reader's own buffer for :class:`Records`)."""
 
-    def __init__(self, records: Sequence[bytes]) -> None:
-        sizes = np.fromiter(map(len, records), np.int64, len(records))
-        self.ends = np.cumsum(sizes)
-        self.starts = self.ends - sizes
-        self.data = b"".join(records)
-        self.arr = np.frombuffer(self.data, np.uint8)
+    def __init__(self, records: Sequence[bytes] | Records) -> None:
+        if not isinstance(records, Records):
+            records = Records.from_list(records)
+        self.arr = records.data
+        self.starts = records.starts
+        self.ends = records.starts + records.lengths
 
 
 def _strings(batch: _Batch, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
@@ -73,8 +74,9 @@ def _strings(batch: _Batch, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
     if 0 < width <= 64 and not (batch.arr[stop[lengths > 0] - 1] == 0).any():
         cut = _kernels.padded(batch.arr, start, stop, width)
         return cut.view(f"S{width}").ravel().astype(object)
-    data = batch.data
-    return _bytes_array([data[x:y] for x, y in zip(start.tolist(), stop.tolist(), strict=True)])
+    arr = batch.arr
+    pieces = [arr[x:y].tobytes() for x, y in zip(start.tolist(), stop.tolist(), strict=True)]
+    return _bytes_array(pieces)
 
 
 def _key_table(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -85,7 +87,7 @@ def _key_table(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return data, np.cumsum(lengths) - lengths, lengths
 
 
-def collect(records: list[bytes], keys: Sequence[str]) -> dict[str, Column]:
+def collect(records: Sequence[bytes] | Records, keys: Sequence[str]) -> dict[str, Column]:
     """The columns of ``keys`` over ``records`` (see ``_columns``)."""
     n = len(records)
     if n == 0 or not keys:

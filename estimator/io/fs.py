@@ -1,23 +1,37 @@
-"""Local paths and storage URLs through one seam: the file operations the package needs,
-served by the operating system for local paths and by fsspec for URLs.
+"""Local paths and storage URLs through one seam: every file the package reads or writes,
+from ``model_dir`` to data files, goes through the functions here, and nothing outside this
+module asks whether a path is a URL.
 
 TF's file system layer accepted ``gs://bucket/dir`` wherever a path went; so does this
 package: ``model_dir``, export directories, ``warm_start_from``, checkpoint paths, event
 files and data files may be ``gs://`` (gcsfs), ``s3://`` (s3fs) or any other protocol that
-fsspec implements and whose package is installed (``memory://`` always is). Endpoints and
-credentials come from the standard environment that those clients read
-(``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``,
-``STORAGE_EMULATOR_HOST``, application default credentials), so a job points at MinIO or
-an emulator without code changes.
+fsspec implements and whose package is installed (``memory://`` always is). A path is
+resolved by ``fsspec.core.url_to_fs`` into a file system and a path on it; a local path
+(str, bytes, PathLike, ``file://...``) is served by fsspec's local file system, and keeps
+the form it was given in (relative stays relative; ``os.path`` never sees a URL, which it
+would turn from ``gs://b/m`` into a local ``gs:/b/m``). Endpoints and credentials come from
+the standard environment those clients read (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID`` /
+``AWS_SECRET_ACCESS_KEY``, ``STORAGE_EMULATOR_HOST``, application default credentials), so
+a job points at MinIO or an emulator without code changes. :func:`check` refuses a URL
+whose protocol cannot be served, naming the package to install, before anything is
+created; every other function raises the same error when it meets one.
 
-Every function takes a local path (str, bytes or PathLike; ``file://`` URLs too) or a URL.
-A URL is never joined, normalized or made absolute by ``os.path`` (which turns
-``gs://b/m`` into a local ``gs:/b/m``); :func:`check` refuses a URL whose protocol cannot be
-served, naming the package to install, before anything is created.
+Object stores have no directories, no rename and no append: a "directory" is a key prefix.
+The two ways a reader is kept from seeing part of a write are named functions:
 
-Object stores have no directories and no rename: a "directory" is a key prefix, and
-:func:`write_bytes` publishes an object with one request (readers see all of it or none);
-a tree is published file by file with :func:`put_tree`, its completion marker last.
+* :func:`replace_atomically`: a local file written under a temporary name beside its
+  target and renamed over it (``os.replace``); :func:`publish_tree` moves a local tree into
+  place with one rename;
+* :func:`upload_tree`: a tree uploaded file by file with its completion marker last (a
+  reader that waits for the marker sees a complete tree); a single object is published by
+  one upload (:func:`write_bytes`), which the store shows whole or not at all.
+
+Where the right one depends on the storage, the functions here choose:
+:func:`write_bytes`, :func:`atomic_write`, :func:`publish_tree` (with
+:func:`staging_dir`), :class:`Mirror` (a local directory kept in step with a remote one,
+for writers of local files only), :func:`local_copy`, :func:`complete`, and
+:func:`exclusive_lock` (an OS file lock locally, a lease on a store;
+``estimator.io.locks``).
 
 Synopsis::
 
@@ -31,57 +45,67 @@ Synopsis::
 from __future__ import annotations
 
 import contextlib
+import glob as _glob
+import importlib
 import os
 import posixpath
 import re
 import shutil
+import tempfile
 import uuid
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 __all__ = [
+    "Mirror",
     "ProtocolUnavailableError",
-    "check",
-    "protocol",
-    "is_url",
-    "as_str",
-    "join",
-    "basename",
-    "dirname",
     "abspath",
+    "append_bytes",
+    "as_str",
+    "atomic_write",
+    "basename",
+    "check",
+    "complete",
+    "copy",
+    "dirname",
+    "download_tree",
+    "exclusive_lock",
     "exists",
+    "glob",
     "isdir",
     "isfile",
+    "join",
     "listdir",
+    "local_copy",
+    "local_path",
     "makedirs",
-    "remove",
-    "rmtree",
+    "mkdir",
     "move",
     "open_file",
+    "protocol",
+    "publish_tree",
     "read_bytes",
+    "remove",
+    "replace_atomically",
+    "rmtree",
+    "stat",
+    "staging_dir",
+    "upload_tree",
+    "walk",
     "write_bytes",
-    "append_bytes",
-    "glob",
-    "put_file",
-    "put_tree",
-    "get_tree",
 ]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
-# orbax lists and renames gs:// checkpoints through etils.epath, which serves gs:// and s3://
-# with TensorFlow's file system whenever TensorFlow is installed (importing it) and with
-# fsspec otherwise; epath decides once per process. Library code never imports TensorFlow,
-# and gcsfs follows the same emulator and credentials as the rest of this package: fsspec,
-# unless the user chose otherwise.
-os.environ.setdefault("EPATH_USE_TF", "false")
-
-#: Protocols whose fsspec implementation lives in a package this project names as an
-#: extra: ``protocol -> (package, extra)``.
+#: Protocols whose fsspec implementation needs a package fsspec does not bring:
+#: ``protocol -> (module to import, package to install, this project's extra or None)``.
 PACKAGES = {
-    "gs": ("gcsfs", "gcs"),
-    "gcs": ("gcsfs", "gcs"),
-    "s3": ("s3fs", "s3"),
-    "s3a": ("s3fs", "s3"),
+    "gs": ("gcsfs", "gcsfs", "gcs"),
+    "gcs": ("gcsfs", "gcsfs", "gcs"),
+    "s3": ("s3fs", "s3fs", "s3"),
+    "s3a": ("s3fs", "s3fs", "s3"),
+    "hdfs": ("pyarrow", "pyarrow", None),
+    "arrow_hdfs": ("pyarrow", "pyarrow", None),
 }
 #: Protocols that fsspec reads but cannot write to.
 READ_ONLY = frozenset({"http", "https"})
@@ -93,6 +117,7 @@ class ProtocolUnavailableError(ValueError):
     install."""
 
 
+# ----- paths ---------------------------------------------------------------------------------
 def as_str(path) -> str:
     """``path`` (str, bytes or PathLike) as a ``str``."""
     return os.fsdecode(os.fspath(path))
@@ -108,12 +133,12 @@ def protocol(path) -> str | None:
     return None if scheme in ("file", "local") else scheme
 
 
-def is_url(path) -> bool:
-    """Whether ``path`` is a storage URL (not a local path)."""
+def _is_url(path) -> bool:
     return protocol(path) is not None
 
 
 def _local(path) -> str:
+    """A local path without its ``file://``."""
     text = as_str(path)
     match = _SCHEME.match(text)
     return text[len(match.group(0)) :] if match else text
@@ -122,8 +147,73 @@ def _local(path) -> str:
 def _normal(url: str) -> str:
     """``url`` with its scheme lower-cased and without a trailing ``/``."""
     scheme, rest = url.split("://", 1)
-    rest = rest.rstrip("/")
-    return f"{scheme.lower()}://{rest}"
+    return f"{scheme.lower()}://{rest.rstrip('/')}"
+
+
+def join(base, *parts) -> str:
+    """``base/part/...``: ``os.path.join`` for a local ``base``, ``/`` for a URL."""
+    base = as_str(base)
+    parts = [as_str(p) for p in parts]
+    if _is_url(base):
+        return posixpath.join(base.rstrip("/"), *parts)
+    return os.path.join(base, *parts)
+
+
+def basename(path) -> str:
+    """The last component of ``path`` (a trailing ``/`` ignored)."""
+    path = as_str(path)
+    if _is_url(path):
+        return posixpath.basename(path.rstrip("/"))
+    return os.path.basename(os.path.normpath(path))
+
+
+def dirname(path) -> str:
+    """``path`` without its last component (a trailing ``/`` ignored)."""
+    path = as_str(path)
+    if _is_url(path):
+        return posixpath.dirname(path.rstrip("/"))
+    return os.path.dirname(os.path.normpath(path))
+
+
+def abspath(path) -> str:
+    """``os.path.abspath`` for a local path; a URL unchanged (without a trailing ``/``)."""
+    path = as_str(path)
+    return _normal(path) if _is_url(path) else os.path.abspath(_local(path))
+
+
+def local_path(path, what: str) -> str:
+    """``path`` as a local ``str`` (from str, bytes, PathLike or ``file://``), refused if it
+    is a storage URL: for paths written by libraries that write local files only
+    (``jax.profiler``'s traces).
+
+    Args:
+      path: the path given by the user.
+      what: what it is, for the message (``"ProfilerHook output_dir"``, ...).
+
+    Raises:
+      ValueError: ``path`` is a URL (``gs://``, ``s3://``, ``hdfs://``, ...); the message
+        names it and the ways to use such storage.
+    """
+    scheme = protocol(path)
+    if scheme is not None:
+        raise ValueError(
+            f"{what} {as_str(path)!r} is a {scheme}:// URL, but it is written by a library "
+            "that writes local files only: a URL would become a local directory named "
+            f"'{scheme}:' and nothing would reach the storage it names. Use a local "
+            "directory (and copy it to the bucket afterwards), or mount the bucket as a file "
+            "system (gcsfuse, mountpoint-s3, s3fs-fuse) and pass the mounted path."
+        )
+    return _local(path)
+
+
+# ----- protocols -----------------------------------------------------------------------------
+def _missing(what: str, text: str, scheme: str, package: str, extra: str | None):
+    install = f"pip install 'jax-estimator[{extra}]' (or pip install {package})"
+    return ProtocolUnavailableError(
+        f"{what} {text!r} is a {scheme}:// URL; reading and writing {scheme}:// needs the "
+        f"{package} package, which is not installed. Install it with "
+        f"{install if extra else f'pip install {package}'}."
+    )
 
 
 def check(path, what: str, *, write: bool = False) -> str:
@@ -139,8 +229,9 @@ def check(path, what: str, *, write: bool = False) -> str:
 
     Raises:
       ProtocolUnavailableError: a URL whose protocol no installed package serves (the
-        message names the package and the extra to install), that fsspec does not know,
-        or that cannot be written where ``write`` is asked; nothing is created.
+        message names the package, and the extra to install where this project has one),
+        that fsspec does not know, or that cannot be written where ``write`` is asked;
+        nothing is created.
     """
     text = as_str(path)
     scheme = protocol(text)
@@ -151,16 +242,11 @@ def check(path, what: str, *, write: bool = False) -> str:
     try:
         fsspec.get_filesystem_class(scheme)
     except ImportError as err:
-        package, extra = PACKAGES.get(scheme, (None, None))
-        if package:
-            hint = (
-                f"needs the {package} package, which is not installed. Install it with "
-                f"pip install 'jax-estimator[{extra}]' (or pip install {package})"
-            )
-        else:
-            hint = f"needs a package that is not installed: {err}"
+        if scheme in PACKAGES:
+            raise _missing(what, text, scheme, *PACKAGES[scheme][1:]) from None
         raise ProtocolUnavailableError(
-            f"{what} {text!r} is a {scheme}:// URL; reading and writing {scheme}:// {hint}."
+            f"{what} {text!r} is a {scheme}:// URL; reading and writing {scheme}:// needs a "
+            f"package that is not installed: {err}."
         ) from None
     except ValueError:
         raise ProtocolUnavailableError(
@@ -168,8 +254,12 @@ def check(path, what: str, *, write: bool = False) -> str:
             f"{scheme}://. Use a local path or a URL of a storage fsspec serves (gs://, "
             "s3://, ...), or mount the storage and pass the mounted path."
         ) from None
-    if scheme in ("gs", "gcs"):
-        _gcs_environment()
+    if scheme in PACKAGES:  # an implementation that imports its package only when used
+        module, package, extra = PACKAGES[scheme]
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise _missing(what, text, scheme, package, extra) from None
     if write and scheme in READ_ONLY:
         raise ProtocolUnavailableError(
             f"{what} {text!r} is a {scheme}:// URL, which can be read but not written. Give a "
@@ -178,62 +268,27 @@ def check(path, what: str, *, write: bool = False) -> str:
     return _normal(text)
 
 
-def _gcs_environment() -> None:
-    """Points every gs:// client of the process at one place. orbax writes checkpoints
-    through TensorStore (which reads ``TENSORSTORE_GCS_HTTP_URL``) and lists them through
-    ``etils.epath`` (which uses TensorFlow's file system when TF is installed), the rest goes
-    through gcsfs (which reads ``STORAGE_EMULATOR_HOST``). Unless set already, TensorStore
-    follows ``STORAGE_EMULATOR_HOST`` too: one emulator for all, never the emulator for
-    some files and Google's servers for others."""
-    emulator = os.environ.get("STORAGE_EMULATOR_HOST", "")
-    if emulator and emulator != "default":
-        if not emulator.startswith(("http://", "https://")):
-            emulator = "http://" + emulator
-        os.environ.setdefault("TENSORSTORE_GCS_HTTP_URL", emulator)
+def _resolve(path):
+    """``(filesystem, path on it, local)``: fsspec's file system for ``path`` and the path
+    as that file system names it (a local path as given, ``file://`` stripped)."""
+    text = as_str(path)
+    if not _is_url(text):
+        from fsspec.implementations.local import LocalFileSystem
+
+        return LocalFileSystem(), _local(text), True
+    from fsspec.core import url_to_fs
+
+    try:
+        filesystem, stripped = url_to_fs(text)
+    except (ImportError, ValueError):
+        check(text, "path")  # names the package, or the unknown protocol
+        raise
+    return filesystem, stripped, False
 
 
-def _fs(path):
-    """``(filesystem, path as the filesystem names it)`` of a URL."""
-    import fsspec
-
-    url = as_str(path)
-    filesystem = fsspec.filesystem(protocol(url))
-    return filesystem, filesystem._strip_protocol(url)
-
-
-def _url(filesystem, stripped: str, like: str) -> str:
-    """A path a filesystem returned, as a URL of ``like``'s protocol."""
+def _url(like: str, stripped: str) -> str:
+    """A path a file system returned, as a URL of ``like``'s protocol."""
     return f"{protocol(like)}://{stripped.split('://', 1)[-1].lstrip('/')}"
-
-
-def join(base, *parts) -> str:
-    """``base/part/...``: ``os.path.join`` for a local ``base``, ``/`` for a URL."""
-    base = as_str(base)
-    if is_url(base):
-        return posixpath.join(base.rstrip("/"), *[as_str(p) for p in parts])
-    return os.path.join(base, *[as_str(p) for p in parts])
-
-
-def basename(path) -> str:
-    """The last component of ``path`` (a trailing ``/`` ignored)."""
-    path = as_str(path)
-    if is_url(path):
-        return posixpath.basename(path.rstrip("/"))
-    return os.path.basename(os.path.normpath(path))
-
-
-def dirname(path) -> str:
-    """``path`` without its last component (a trailing ``/`` ignored)."""
-    path = as_str(path)
-    if is_url(path):
-        return posixpath.dirname(path.rstrip("/"))
-    return os.path.dirname(os.path.normpath(path))
-
-
-def abspath(path) -> str:
-    """``os.path.abspath`` for a local path; a URL unchanged (without a trailing ``/``)."""
-    path = as_str(path)
-    return _normal(path) if is_url(path) else os.path.abspath(_local(path))
 
 
 def _fresh(filesystem, stripped: str) -> None:
@@ -242,118 +297,215 @@ def _fresh(filesystem, stripped: str) -> None:
         filesystem.invalidate_cache(stripped)
 
 
+def _remote(path):
+    """``(filesystem, path on it)`` of a URL with fresh listings; None for a local path."""
+    filesystem, stripped, local = _resolve(path)
+    if local:
+        return None
+    _fresh(filesystem, stripped)
+    return filesystem, stripped
+
+
+# ----- queries -------------------------------------------------------------------------------
 def exists(path) -> bool:
     """Whether a file or directory (for a URL: an object or a key prefix) exists."""
-    if not is_url(path):
-        return os.path.exists(_local(path))
-    filesystem, stripped = _fs(path)
-    _fresh(filesystem, stripped)
+    filesystem, stripped, local = _resolve(path)
+    if not local:
+        _fresh(filesystem, stripped)
     return filesystem.exists(stripped)
 
 
 def isdir(path) -> bool:
     """Whether ``path`` is a directory (for a URL: a key prefix with objects under it)."""
-    if not is_url(path):
-        return os.path.isdir(_local(path))
-    filesystem, stripped = _fs(path)
-    _fresh(filesystem, stripped)
+    filesystem, stripped, local = _resolve(path)
+    if not local:
+        _fresh(filesystem, stripped)
     return filesystem.isdir(stripped)
 
 
 def isfile(path) -> bool:
     """Whether ``path`` is a file (for a URL: an object)."""
-    if not is_url(path):
-        return os.path.isfile(_local(path))
-    filesystem, stripped = _fs(path)
-    _fresh(filesystem, stripped)
+    filesystem, stripped, local = _resolve(path)
+    if not local:
+        _fresh(filesystem, stripped)
     return filesystem.isfile(stripped)
 
 
-def listdir(path) -> list[str]:
-    """The names directly under ``path`` (files and directories), sorted; ``[]`` when it
-    does not exist."""
-    if not is_url(path):
-        try:
-            return sorted(os.listdir(_local(path)))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-    filesystem, stripped = _fs(path)
-    _fresh(filesystem, stripped)
+def listdir(path, *, missing_ok: bool = True) -> list[str]:
+    """The names directly under ``path`` (files and directories), sorted.
+
+    Raises:
+      FileNotFoundError: ``path`` is no directory, unless ``missing_ok`` (then ``[]``).
+    """
     try:
+        remote = _remote(path)
+        if remote is None:
+            return sorted(os.listdir(_local(path)))
+        filesystem, stripped = remote
         entries = filesystem.ls(stripped, detail=False)
-    except FileNotFoundError:
-        return []
+    except (FileNotFoundError, NotADirectoryError):
+        if missing_ok:
+            return []
+        raise FileNotFoundError(f"{as_str(path)}: no such directory.") from None
     names = {posixpath.basename(e.rstrip("/")) for e in entries}
     names.discard("")
     return sorted(names)
 
 
+def glob(pattern) -> list[str]:
+    """The paths matching ``pattern`` (``*``, ``?``, ``[...]``; ``**`` across directories),
+    sorted; local paths in the form the pattern has (relative stays relative), URLs with
+    their protocol."""
+    remote = _remote(pattern)
+    if remote is None:
+        return sorted(_glob.glob(_local(pattern)))
+    filesystem, stripped = remote
+    _fresh(filesystem, stripped.split("*")[0].rsplit("/", 1)[0])
+    return sorted(_url(as_str(pattern), p) for p in filesystem.glob(stripped))
+
+
+def stat(path) -> tuple[int, float, bool]:
+    """``(size in bytes, modification time in seconds since the epoch or 0 when the store
+    does not say, whether it is a directory)``.
+
+    Raises:
+      FileNotFoundError: nothing at ``path``.
+    """
+    filesystem, stripped, local = _resolve(path)
+    if local:
+        info = os.stat(stripped)
+        return info.st_size, info.st_mtime, os.path.isdir(stripped)
+    _fresh(filesystem, stripped)
+    info = filesystem.info(stripped)
+    mtime = info.get("mtime") or info.get("LastModified") or info.get("updated")
+    seconds = getattr(mtime, "timestamp", lambda: mtime)() if mtime is not None else 0
+    seconds = 0.0 if isinstance(seconds, str) else float(seconds)
+    return int(info.get("size") or 0), seconds, info.get("type") == "directory"
+
+
+def walk(top, topdown: bool = True) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk`` for local paths and URLs (directories as URLs for a URL)."""
+    remote = _remote(top)
+    if remote is None:
+        yield from os.walk(_local(top), topdown=topdown)
+        return
+    filesystem, stripped = remote
+    for root, dirs, files in filesystem.walk(stripped, topdown=topdown):
+        yield _url(as_str(top), root), sorted(dirs), sorted(files)
+
+
+# ----- changes -------------------------------------------------------------------------------
 def makedirs(path) -> None:
     """Creates a local directory and its parents; for a URL nothing (object stores have
     no directories: a prefix exists once an object is written under it)."""
-    if not is_url(path):
+    if _remote(path) is None:
         os.makedirs(_local(path), exist_ok=True)
 
 
+def mkdir(path) -> None:
+    """Creates one local directory (its parent must exist; an existing directory is no
+    error, as TF's); for a URL nothing, as :func:`makedirs`."""
+    if _remote(path) is None and not os.path.isdir(_local(path)):
+        os.mkdir(_local(path))
+
+
 def remove(path) -> None:
-    """Deletes one file (object)."""
-    if not is_url(path):
-        os.remove(_local(path))
-        return
-    filesystem, stripped = _fs(path)
+    """Deletes one file (object).
+
+    Raises:
+      FileNotFoundError: nothing at ``path``.
+    """
+    filesystem, stripped, _ = _resolve(path)
     filesystem.rm_file(stripped)
 
 
-def rmtree(path, *, first: tuple[str, ...] = ()) -> None:
-    """Deletes a directory (every object under a prefix); a missing one is no error.
+def rmtree(path, *, first: tuple[str, ...] = (), missing_ok: bool = True) -> None:
+    """Deletes a directory (every object under a prefix).
 
     Args:
       path: the directory or URL prefix.
       first: relative paths deleted before everything else, in that order: the mirror of
-        :func:`put_tree`'s ``last``. An object store deletes a prefix's objects in no
+        :func:`upload_tree`'s ``last``. An object store deletes a prefix's objects in no
         particular order, so a deletion cut short (SIGKILL) could leave a commit marker or
         manifest over a tree missing files; deleted first, the remains read as incomplete
         and readers skip them.
+      missing_ok: a missing ``path`` is no error (else ``FileNotFoundError``).
+
+    Raises:
+      OSError: a deletion the file system refused.
     """
-    if not is_url(path):
-        shutil.rmtree(_local(path), ignore_errors=True)
-        return
-    filesystem, stripped = _fs(path)
-    _fresh(filesystem, stripped)
+    filesystem, stripped, local = _resolve(path)
+    if not local:
+        _fresh(filesystem, stripped)
+    if not missing_ok and not filesystem.exists(stripped):
+        raise FileNotFoundError(f"{as_str(path)}: no such directory.")
     for relative in first:
         with contextlib.suppress(FileNotFoundError):
-            filesystem.rm_file(f"{stripped}/{relative}")
+            filesystem.rm_file(posixpath.join(stripped, relative))
+    if local:
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(stripped)
+        return
     with contextlib.suppress(FileNotFoundError):
         filesystem.rm(stripped, recursive=True)
 
 
+def copy(source, target) -> None:
+    """Copies one file, within a storage or across two (local to a URL, a URL to another
+    protocol); the target is written whole (:func:`write_bytes`)."""
+    source_fs, source_path, source_local = _resolve(source)
+    target_fs, target_path, target_local = _resolve(target)
+    if source_local and target_local:
+        shutil.copyfile(source_path, target_path)
+    elif type(source_fs) is type(target_fs):
+        source_fs.copy(source_path, target_path)
+    else:
+        write_bytes(target, read_bytes(source))
+
+
 def move(source, target) -> None:
-    """Renames a file or directory. Local: ``os.rename`` (atomic). URL: every object is
-    copied, then the originals deleted (object stores have no rename; not atomic)."""
-    if not is_url(source):
-        os.rename(_local(source), _local(target))
-        return
-    filesystem, stripped = _fs(source)
-    _, destination = _fs(target)
-    filesystem.mv(stripped, destination, recursive=True)
+    """Renames a file or directory. Locally ``os.replace`` (atomic). Within one object
+    store every object is copied, then the originals deleted (object stores have no rename;
+    not atomic); across storages a file is copied, then deleted."""
+    source_fs, source_path, source_local = _resolve(source)
+    target_fs, target_path, target_local = _resolve(target)
+    if source_local and target_local:
+        os.replace(source_path, target_path)
+    elif type(source_fs) is type(target_fs):
+        source_fs.mv(source_path, target_path, recursive=True)
+    else:
+        copy(source, target)
+        remove(source)
 
 
 def open_file(path, mode: str = "rb") -> IO[Any]:
-    """Opens a file (an object) for reading or writing (``open``'s modes; for a URL, a
-    written object appears when the file is closed).
+    """Opens a file (an object) in ``open``'s modes. For a URL a written object appears when
+    the file is closed; object stores cannot append.
 
     Raises:
-      FileNotFoundError: for reading, a file that does not exist.
+      FileNotFoundError: for reading, a file that does not exist (the message names it).
+      ValueError: appending to a URL.
     """
-    if not is_url(path):
-        return open(_local(path), mode)  # noqa: SIM115 (the caller closes it)
-    filesystem, stripped = _fs(path)
-    if "r" in mode:
-        _fresh(filesystem, stripped)
-        # fsspec's classic read-ahead cache: files here are read front to back (TFRecords,
-        # JSON). (gcsfs's default background prefetcher stalled when read from a thread.)
-        return filesystem.open(stripped, mode, cache_type="readahead")
-    return filesystem.open(stripped, mode)
+    remote = _remote(path)
+    try:
+        if remote is None:
+            return open(_local(path), mode)  # noqa: SIM115 (the caller closes it)
+        filesystem, stripped = remote
+        if "a" in mode:
+            raise ValueError(
+                f"{as_str(path)}: object stores cannot append to a file. Write a new file (or "
+                "read it and write it back whole)."
+            )
+        if "r" in mode:
+            # fsspec's classic read-ahead cache: files here are read front to back (TFRecords,
+            # text, JSON). (gcsfs's default background prefetcher stalled when read from a
+            # thread.)
+            return filesystem.open(stripped, mode, cache_type="readahead")
+        return filesystem.open(stripped, mode)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{as_str(path)}: no such file. Check the path (and the file pattern that produced it)."
+        ) from None
 
 
 def read_bytes(path) -> bytes:
@@ -362,67 +514,45 @@ def read_bytes(path) -> bytes:
         return f.read()
 
 
-def write_bytes(path, data: bytes) -> None:
-    """Writes a whole file so that readers see the old content or the new, never a part:
-    locally under a temporary name renamed over ``path``; for a URL one upload (an object
-    store publishes an object only when its upload completes)."""
-    if is_url(path):
-        filesystem, stripped = _fs(path)
-        filesystem.pipe_file(stripped, bytes(data))
-        return
+# ----- whole writes: the two semantics ----------------------------------------------------------
+@contextlib.contextmanager
+def replace_atomically(path) -> Iterator[IO[bytes]]:
+    """**Atomic local replace**: a binary file written under a temporary name beside the
+    local ``path`` and renamed over it (``os.replace``) when the block ends without error,
+    removed when it raises; readers see the old content or the new, never a part.
+
+    Raises:
+      FileNotFoundError: the directory does not exist.
+    """
     local = _local(path)
-    temp = os.path.join(os.path.dirname(local) or ".", f".{os.path.basename(local)}.tmp-")
-    temp += uuid.uuid4().hex
+    temp = os.path.join(
+        os.path.dirname(local) or ".", f".{os.path.basename(local)}.tmp-{uuid.uuid4().hex}"
+    )
     try:
-        with open(temp, "wb") as f:
-            f.write(data)
+        f = open(temp, "wb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{local}: the directory {os.path.dirname(local) or '.'!r} does not exist. Create "
+            "it first (os.makedirs(..., exist_ok=True))."
+        ) from None
+    try:
+        yield f
+        f.close()
         os.replace(temp, local)
     except BaseException:
+        f.close()
         with contextlib.suppress(FileNotFoundError):
             os.remove(temp)
         raise
 
 
-def append_bytes(path, data: bytes) -> None:
-    """Appends to a file. For a URL the object is read and written back whole (object
-    stores cannot append): one writer at a time."""
-    if not is_url(path):
-        with open(_local(path), "ab") as f:
-            f.write(data)
-        return
-    try:
-        old = read_bytes(path)
-    except FileNotFoundError:
-        old = b""
-    write_bytes(path, old + data)
-
-
-def glob(pattern) -> list[str]:
-    """The paths matching ``pattern`` (``*``, ``?``, ``[...]``; ``**`` across directories),
-    sorted; URLs keep their protocol."""
-    import glob as _glob
-
-    if not is_url(pattern):
-        return sorted(_glob.glob(_local(pattern)))
-    filesystem, stripped = _fs(pattern)
-    _fresh(filesystem, stripped.split("*")[0].rsplit("/", 1)[0])
-    return sorted(_url(filesystem, p, as_str(pattern)) for p in filesystem.glob(stripped))
-
-
-def put_file(local, url) -> None:
-    """Uploads the local file ``local`` to ``url`` in one upload (the object appears when
-    it completes)."""
-    filesystem, stripped = _fs(url)
-    filesystem.put_file(_local(local), stripped)
-    _fresh(filesystem, stripped)
-
-
-def put_tree(local_dir, url: str, *, last: tuple[str, ...] = ()) -> None:
-    """Uploads every file under ``local_dir`` to ``url`` (same relative paths), the
-    relative paths in ``last`` after all the others, in that order: a reader that waits
-    for the last one (a manifest, a commit marker) sees a complete tree."""
+def upload_tree(local_dir, url, *, last: tuple[str, ...] = ()) -> None:
+    """**Upload with a marker last**: every file under ``local_dir`` uploaded to ``url``
+    (same relative paths), the relative paths in ``last`` after all the others, in that
+    order: a reader that waits for the last one (a manifest, a commit marker) sees a
+    complete tree."""
     local_dir = _local(local_dir)
-    filesystem, stripped = _fs(url)
+    filesystem, stripped, _ = _resolve(url)
     files = []
     for directory, _, names in os.walk(local_dir):
         for name in names:
@@ -434,14 +564,67 @@ def put_tree(local_dir, url: str, *, last: tuple[str, ...] = ()) -> None:
     _fresh(filesystem, stripped)
 
 
-def get_tree(url, local_dir) -> None:
+@contextlib.contextmanager
+def atomic_write(path) -> Iterator[IO[bytes]]:
+    """A binary file that appears at ``path`` complete or not at all: locally by
+    :func:`replace_atomically`; for a URL written to a local file and uploaded in one
+    request when the block ends (a store publishes an object only when its upload
+    completes); nothing is published when the block raises.
+
+    Raises:
+      ProtocolUnavailableError: a URL whose protocol is not available.
+      FileNotFoundError: the (local) directory does not exist.
+    """
+    path = check(path, "file", write=True)
+    remote = _remote(path)
+    if remote is None:
+        with replace_atomically(path) as f:
+            yield f
+        return
+    filesystem, stripped = remote
+    with tempfile.TemporaryDirectory(prefix="jax-estimator-upload-") as scratch:
+        local = os.path.join(scratch, "file")
+        with open(local, "wb") as f:
+            yield f
+        filesystem.put_file(local, stripped)
+        _fresh(filesystem, stripped)
+
+
+def write_bytes(path, data: bytes) -> None:
+    """Writes a whole file so that readers see the old content or the new, never a part
+    (:func:`atomic_write`; for a URL one upload)."""
+    remote = _remote(path)
+    if remote is not None:
+        filesystem, stripped = remote
+        filesystem.pipe_file(stripped, bytes(data))
+        return
+    with replace_atomically(path) as f:
+        f.write(data)
+
+
+def append_bytes(path, data: bytes) -> None:
+    """Appends to a file. For a URL the object is read and written back whole (object
+    stores cannot append): one writer at a time."""
+    if _remote(path) is None:
+        with open(_local(path), "ab") as f:
+            f.write(data)
+        return
+    try:
+        old = read_bytes(path)
+    except FileNotFoundError:
+        old = b""
+    write_bytes(path, old + data)
+
+
+# ----- trees ---------------------------------------------------------------------------------
+def download_tree(url, local_dir) -> None:
     """Downloads every object under ``url`` into ``local_dir`` (created), keeping their
     relative paths.
 
     Raises:
       FileNotFoundError: nothing is stored under ``url``.
     """
-    filesystem, stripped = _fs(url)
+    filesystem, stripped, _ = _resolve(url)
     _fresh(filesystem, stripped)
     found = filesystem.find(stripped)
     if not found:
@@ -453,3 +636,134 @@ def get_tree(url, local_dir) -> None:
         target = os.path.join(local_dir, *relative.split("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         filesystem.get_file(key, target)
+
+
+@contextlib.contextmanager
+def staging_dir(parent) -> Iterator[str]:
+    """A new empty local directory in which to build a tree that :func:`publish_tree` then
+    puts under ``parent`` (the directory itself, or a tree built inside it): inside
+    ``parent`` for a local one (the same file system, so the rename is atomic; named
+    ``temp-...``, which readers skip), a temporary directory for a URL. Removed, with
+    whatever is left in it, when the block ends."""
+    if _remote(parent) is None:
+        local = _local(parent)
+        os.makedirs(local, exist_ok=True)
+        scratch = os.path.join(local, f"temp-{uuid.uuid4().hex[:12]}")
+        os.mkdir(scratch)
+    else:
+        scratch = tempfile.mkdtemp(prefix="jax-estimator-staging-")
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def publish_tree(local_dir, target, *, last: tuple[str, ...] = ()) -> None:
+    """Makes the complete tree ``local_dir`` (built in a :func:`staging_dir`) appear at
+    ``target`` so that no reader sees part of it: locally by one rename (``local_dir`` is
+    moved); on a store by :func:`upload_tree` with ``last`` last, and a failed upload
+    deletes what it wrote.
+
+    Raises:
+      FileExistsError: (local) ``target`` exists already.
+    """
+    remote = _remote(target)
+    if remote is None:
+        local = _local(target)
+        if os.path.exists(local):
+            raise FileExistsError(f"{local} exists already.")
+        try:
+            os.rename(_local(local_dir), local)
+        except OSError:
+            if os.path.exists(local):  # taken meanwhile (a non-empty directory)
+                raise FileExistsError(f"{local} exists already.") from None
+            raise
+        return
+    try:
+        upload_tree(local_dir, target, last=last)
+    except BaseException:
+        rmtree(target)  # nothing partial stays behind (where the store still answers)
+        raise
+
+
+def complete(path, *, marker: str, local_check: str) -> bool:
+    """Whether the tree at ``path`` is complete: on a store it has the ``marker`` that
+    :func:`upload_tree` (or orbax on ``gs://``) writes last; locally, where trees appear by
+    a rename, it has ``local_check`` (a relative path written before the rename)."""
+    remote = _remote(path)
+    if remote is None:
+        return os.path.isfile(os.path.join(_local(path), *local_check.split("/")))
+    return isfile(join(path, marker))
+
+
+def local_copy(path) -> tuple[str, Callable[[], None]]:
+    """A local directory holding the tree at ``path``, and what removes it when it is no
+    longer needed: ``path`` itself on a local disk (removing nothing), else a downloaded
+    copy.
+
+    Raises:
+      FileNotFoundError: nothing is stored under a URL ``path``.
+    """
+    if _remote(path) is None:
+        return _local(path), lambda: None
+    local = tempfile.mkdtemp(prefix="jax-estimator-copy-")
+    try:
+        download_tree(path, local)
+    except BaseException:
+        shutil.rmtree(local, ignore_errors=True)
+        raise
+    return local, lambda: shutil.rmtree(local, ignore_errors=True)
+
+
+class Mirror:
+    """A local directory that stands for ``target``, for writers of local files only
+    (tensorboardX's event files): ``target`` itself on a local disk; for a URL a temporary
+    directory whose files :meth:`sync` uploads over their objects (each whole, one request).
+
+    Attributes:
+      path: the local directory to write in (created).
+    """
+
+    def __init__(self, target) -> None:
+        self.target = as_str(target)
+        self._remote = _remote(self.target) is not None
+        if self._remote:
+            self.path = tempfile.mkdtemp(prefix="jax-estimator-mirror-")
+        else:
+            self.path = _local(self.target)
+            os.makedirs(self.path, exist_ok=True)
+
+    def sync(self) -> None:
+        """Uploads every local file over its object (nothing on a local disk)."""
+        if not self._remote or not os.path.isdir(self.path):
+            return
+        for name in os.listdir(self.path):
+            with open(os.path.join(self.path, name), "rb") as f:
+                write_bytes(join(self.target, name), f.read())
+
+    def discard(self) -> None:
+        """Removes the temporary directory of a URL (what :meth:`sync` did not upload is
+        lost); nothing on a local disk."""
+        if self._remote:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def close(self) -> None:
+        """Syncs, then :meth:`discard`."""
+        self.sync()
+        self.discard()
+
+
+def exclusive_lock(path, holder: dict):
+    """An exclusive, non-blocking lock on ``path``, held while a ``with`` block runs:
+    ``filelock``'s OS file lock on a local disk (the operating system drops it when its
+    process ends), a renewed lease object on a store (``estimator.io.locks``). ``holder``
+    (JSON-serializable: pid, host, ...) is written into the lock for whoever finds it held.
+
+    Raises:
+      estimator.io.locks.LockHeld: on entering, when another holder has it.
+    """
+    from estimator.io import locks
+
+    if _remote(path) is None:
+        return locks.LocalLock(_local(path), holder)
+    return locks.Lease(check(path, "lock"), (read_bytes, write_bytes, remove), holder)

@@ -54,7 +54,7 @@ def readable(path, items: Sequence[str] = ()) -> Iterator[str]:
         for item in items or ("",):
             source = fs.join(path, item) if item else path
             with contextlib.suppress(FileNotFoundError):
-                fs.get_tree(source, os.path.join(local, item) if item else local)
+                fs.download_tree(source, os.path.join(local, item) if item else local)
         yield local
     finally:
         shutil.rmtree(local, ignore_errors=True)
@@ -108,11 +108,7 @@ class Publisher:
         if not os.path.exists(marker):
             with open(marker, "w") as f:
                 f.write(f"published {time.time()}\n")
-        try:
-            fs.put_tree(local, target, last=(COMMIT_MARKER,))
-        except BaseException:
-            fs.rmtree(target)  # nothing partial stays behind (where the store still answers)
-            raise
+        fs.publish_tree(local, target, last=(COMMIT_MARKER,))
         logger.info("Published %s", target)
 
     def _run(self) -> None:

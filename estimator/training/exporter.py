@@ -29,7 +29,6 @@ import abc
 import json
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -144,10 +143,7 @@ def _garbage_collect_exports(export_dir_base: str, exports_to_keep: int | None) 
     for version in versions[: max(0, len(versions) - exports_to_keep)]:
         path = fs.join(export_dir_base, str(version))
         try:
-            if fs.is_url(path):
-                fs.rmtree(path, first=(MANIFEST,))  # a deletion cut short: incomplete
-            else:
-                shutil.rmtree(path)
+            fs.rmtree(path, first=(MANIFEST,))  # a deletion cut short reads as incomplete
         except OSError as err:
             logger.warning("Can not delete %s recursively: %s", path, err)
 

@@ -78,10 +78,37 @@ def test_shuffle_draws_a_new_order_each_pass_reproducibly():
         assert _batches(dataset) != passes
     finally:
         tf.set_random_seed(0)
-    # The element executor (grain's window shuffle) also permutes within each pass.
+    # The element executor (the engine's shuffle buffer) also permutes within each pass.
     grain_passes = _batches(_gen_range(20).shuffle(20).repeat(2).batch(20))
     assert all(sorted(p) == list(range(20)) for p in grain_passes)
     assert grain_passes[0] != grain_passes[1]
+
+
+def _text_range(n, tmp_path):
+    # The same elements as Dataset.range(n) (as int32), from a text file (streaming executor).
+    path = tmp_path / "range.txt"
+    path.write_text("".join(f"{i}\n" for i in range(n)))
+    return tf.data.TextLineDataset(str(path)).map(
+        lambda line: tf.io.decode_csv(line, record_defaults=[[0]])[0]
+    )
+
+
+@pytest.mark.parametrize("executor", ["columnar", "elements", "streaming"])
+def test_shuffle_is_tfs_buffer_in_every_executor(executor, tmp_path):
+    """Dataset.shuffle(buffer_size) means TF's buffer everywhere: a buffer of one keeps the
+    order; an element leaves no more than buffer_size - 1 places early, but may stay in the
+    buffer long (a window shuffle would keep it within its window)."""
+    source = {
+        "columnar": tf.data.Dataset.range,
+        "elements": _gen_range,
+        "streaming": lambda n: _text_range(n, tmp_path),
+    }[executor]
+    assert _batches(source(50).shuffle(1).batch(50)) == [list(range(50))]
+    (order,) = _batches(source(1000).shuffle(3, seed=5).batch(1000))
+    assert sorted(order) == list(range(1000))
+    position = {element: p for p, element in enumerate(order)}
+    assert all(element <= p + 2 for p, element in enumerate(order))  # at most 2 early
+    assert max(p - element for element, p in position.items()) > 3  # held back longer
 
 
 def test_vectorized_maps_equal_element_maps():

@@ -223,11 +223,19 @@ def test_an_iterator_dropped_early_stops_its_threads(tmp_path):
     )  # fmt: skip
     batches = input_fn()
     next(batches)  # the threads run, the queue fills; then training stops early
-    assert any(t.name == "tfrecord_read" for t in threading.enumerate())
+
+    def engine_threads():
+        return [
+            t
+            for t in threading.enumerate()
+            if t.name.startswith(("grain-thread-prefetch", "input_map")) and t.is_alive()
+        ]
+
+    assert engine_threads()
     del batches
     gc.collect()
     deadline = time.monotonic() + 5
-    while any(t.name == "tfrecord_read" for t in threading.enumerate()):
+    while engine_threads():
         assert time.monotonic() < deadline, "the reading thread did not stop"
         time.sleep(0.05)
 
@@ -238,24 +246,38 @@ def test_writing_into_a_missing_directory_says_so(tmp_path):
 
 
 def test_the_shuffle_buffer_is_tfs_algorithm():
-    # TF's Dataset.shuffle, written out record by record: fill the buffer, then each
-    # incoming record takes a uniformly drawn slot, whose record goes out. The compiled
-    # buffer, given the same draws (one rng.integers call per chunk's overflow), must match.
-    from estimator.inputs.tfrecord_io import _ShuffleBuffer
+    # TF's Dataset.shuffle, written out element by element: fill the buffer, then each
+    # incoming element takes a uniformly drawn slot, whose element goes out; at the end the
+    # buffer drains in random order. The engine's buffer, given the same draws (one
+    # rng.integers call per chunk's overflow), must match, for chunks of elements and for
+    # the TFRecord reader's records alike.
+    from estimator.inputs import engine
+    from estimator.io._records import Records
 
     size, chunks = 10, [list(range(0, 4)), list(range(4, 17)), [17], list(range(18, 60))]
-    buffer = _ShuffleBuffer(size, np.random.default_rng(3))
-    got = [r for chunk in chunks for r in buffer.add([f"r{i}".encode() for i in chunk])]
     reference_rng, slots, expected = np.random.default_rng(3), [], []
     for chunk in chunks:
         room = size - len(slots)
         slots += chunk[:room]
         overflow = chunk[room:] if room < len(chunk) else []
         draws = reference_rng.integers(0, size, len(overflow))
-        for record, j in zip(overflow, draws, strict=True):
+        for element, j in zip(overflow, draws, strict=True):
             expected.append(slots[j])
-            slots[j] = record
-    assert got == [f"r{i}".encode() for i in expected]
-    rest = buffer.drain()
-    assert sorted(rest) == sorted(f"r{i}".encode() for i in slots)
-    assert sorted(got + rest) == sorted(f"r{i}".encode() for i in range(60))
+            slots[j] = element
+    rest = [slots[i] for i in reference_rng.permutation(len(slots))]
+    for as_records in (False, True):
+        source = [[f"r{i}".encode() for i in chunk] for chunk in chunks]
+        if as_records:
+            source = [Records.from_list(chunk) for chunk in source]
+        shuffled = engine.Shuffle(
+            engine.Source(lambda s=source: s), size, lambda: np.random.default_rng(3)
+        )
+        got = [bytes(r) for chunk in shuffled for r in chunk]
+        assert got == [f"r{i}".encode() for i in expected + rest]
+    # Over indices (the in-memory pipelines' shuffle): one chunk of 60, so one draw call.
+    reference_rng, slots, expected = np.random.default_rng(5), list(range(size)), []
+    for element, j in zip(range(size, 60), reference_rng.integers(0, size, 60 - size), strict=True):
+        expected.append(slots[j])
+        slots[j] = element
+    expected += [slots[i] for i in reference_rng.permutation(size)]
+    assert engine.buffer_order(60, size, np.random.default_rng(5)).tolist() == expected

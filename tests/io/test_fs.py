@@ -28,7 +28,7 @@ def test_protocols_and_local_paths():
         "memory",
     ]
     for local in ("runs/m", "/tmp/m", b"/tmp/m", r"C:\models\m", "gs:/bucket", "file:///tmp/m"):
-        assert fs.protocol(local) is None and not fs.is_url(local)
+        assert fs.protocol(local) is None
     assert fs.check("file:///tmp/m", "model_dir") == "/tmp/m"
     assert fs.check(b"runs/m", "model_dir") == "runs/m"
     assert fs.check("gs://b/m/", "model_dir") == "gs://b/m"  # no trailing /
@@ -75,17 +75,17 @@ def test_trees_go_up_with_their_marker_last_and_come_back(bucket, tmp_path, monk
             uploaded.append(rpath.rsplit("/tree/", 1)[1]) or real(lpath, rpath, **kw)
         ),
     )
-    fs.put_tree(source, fs.join(bucket, "tree"), last=("manifest.json",))
+    fs.upload_tree(source, fs.join(bucket, "tree"), last=("manifest.json",))
     assert uploaded[-1] == "manifest.json" and sorted(uploaded) == [
         "a",
         "d/m",
         "manifest.json",
         "z",
     ]
-    fs.get_tree(fs.join(bucket, "tree"), tmp_path / "back")
+    fs.download_tree(fs.join(bucket, "tree"), tmp_path / "back")
     assert (tmp_path / "back" / "d" / "m").read_text() == "d/m"
     with pytest.raises(FileNotFoundError, match=r"memory://.*/nothing: nothing is stored"):
-        fs.get_tree(fs.join(bucket, "nothing"), tmp_path / "none")
+        fs.download_tree(fs.join(bucket, "nothing"), tmp_path / "none")
 
 
 def test_a_deletion_cut_short_leaves_an_incomplete_checkpoint(bucket, monkeypatch):
@@ -164,15 +164,37 @@ def test_read_only_protocols_are_refused_for_writing():
         fs.check("https://example.com/m", "model_dir", write=True)
 
 
-def test_gcs_clients_follow_one_emulator(monkeypatch):
+def test_gcs_clients_follow_one_emulator(monkeypatch, tmp_path):
     # gcsfs reads STORAGE_EMULATOR_HOST, TensorStore (orbax's checkpoints) its own variable:
     # both must reach the same server, never the emulator for some files and GCS for others.
+    # The switch lives with the other process-wide ones (estimator.config.platform), and a
+    # model_dir set after the emulator applies it.
+    import estimator as est
+
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "localhost:9023")
     monkeypatch.setenv("TENSORSTORE_GCS_HTTP_URL", "")  # recorded: restored afterwards
     monkeypatch.delenv("TENSORSTORE_GCS_HTTP_URL")
-    fs.check("gs://b/m", "model_dir")
+    est.Estimator(lambda features: None, model_dir=str(tmp_path / "m"))
     assert os.environ["TENSORSTORE_GCS_HTTP_URL"] == "http://localhost:9023"
     assert os.environ["EPATH_USE_TF"] == "false"  # set on import: epath serves gs:// via fsspec
+
+
+def test_a_protocol_whose_package_loads_on_use_is_refused_naming_it(monkeypatch, tmp_path):
+    """hdfs:// is fsspec's (its class imports without pyarrow), but reading or writing it
+    needs pyarrow: the error names it before anything is created, where fsspec would fail
+    at the first use with "No module named 'pyarrow'"."""
+    import estimator as est
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import fails as if not installed
+    message = (
+        r"model_dir 'hdfs://namenode/m' is a hdfs:// URL; reading and writing hdfs:// needs "
+        r"the pyarrow package, which is not installed. Install it with pip install pyarrow\."
+    )
+    with pytest.raises(fs.ProtocolUnavailableError, match=message):
+        est.Estimator(lambda features: None, model_dir="hdfs://namenode/m")
+    with pytest.raises(fs.ProtocolUnavailableError, match="needs the pyarrow package"):
+        fs.exists("hdfs://namenode/m/x")  # every operation names it too
+    assert not os.path.exists("hdfs:")
 
 
 def test_staging_reads_a_local_copy_and_publishes_marker_last(bucket, tmp_path):
@@ -190,3 +212,21 @@ def test_staging_reads_a_local_copy_and_publishes_marker_last(bucket, tmp_path):
     assert not os.path.exists(copy)  # removed after the block
     with staging.readable(tmp_path / "s") as local:
         assert local == str(tmp_path / "s")  # orbax reads local paths itself
+
+
+def test_only_the_seam_tells_urls_from_local_paths():
+    """One seam: no module but ``estimator.io.fs`` branches on whether a path is a URL
+    (what differs between storages is a named function of the seam)."""
+    import pathlib
+
+    import estimator
+
+    root = pathlib.Path(estimator.__file__).parent
+    seam = root / "io" / "fs.py"
+    branching = sorted(
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if path != seam and "is_url(" in path.read_text()
+    )
+    assert branching == []
+    assert not hasattr(fs, "is_url")  # not offered to callers either

@@ -239,16 +239,14 @@ def test_tensorflow_reads_ours_and_we_read_tensorflows(tmp_path, compression):
 
 
 def test_paths_and_reader_argument_errors(tmp_path):
-    from estimator.io import paths
+    from estimator.io import fs
 
-    with pytest.raises(ValueError, match="binary modes only; got mode 'r'"):
-        paths.open_file(tmp_path / "x", "r")
     with pytest.raises(FileNotFoundError, match="no such file. Check the path"):
-        paths.open_file(tmp_path / "missing", "rb")
+        fs.open_file(tmp_path / "missing", "rb")
     with pytest.raises(ValueError, match="file pattern 'nosuch://b/train-\\*' is a nosuch:// URL"):
         tfrecord.list_files("nosuch://b/train-*")
     with pytest.raises(ValueError, match="memory://b/x: object stores cannot append"):
-        paths.open_file("memory://b/x", "ab")
+        fs.open_file("memory://b/x", "ab")
     tfrecord.write_records(tmp_path / "a.tfrecord", [b"x"])
     with pytest.raises(ValueError, match="cycle_length and block_length must be >= 1; got 0, 1"):
         list(tfrecord.read_records(str(tmp_path / "a.tfrecord"), cycle_length=0))
@@ -286,7 +284,7 @@ def test_warming_compiles_what_reading_and_parsing_use(tmp_path):
     import numpy as np
 
     from estimator import io
-    from estimator.inputs.tfrecord_io import _ShuffleBuffer
+    from estimator.inputs import engine
     from estimator.io import _kernels
 
     _kernels.warm()
@@ -295,6 +293,9 @@ def test_warming_compiles_what_reading_and_parsing_use(tmp_path):
     io.write_examples(str(path), columns, compression_type="")
     records = list(tfrecord.read_records(str(path)))
     io.parse_example(records, {"s": io.FixedLenFeature([], str), "x": io.VarLenFeature(np.float32)})
-    _ShuffleBuffer(1, np.random.default_rng(0)).add(records)
+    chunks = list(tfrecord.read_record_chunks(str(path)))
+    io.parse_example(chunks[0], {"x": io.VarLenFeature(np.float32)})  # records in a buffer
+    list(engine.Shuffle(engine.Source(lambda: chunks * 2), 1, np.random.default_rng))
     loops = [_kernels.frames, _kernels.scan, _kernels.gather, _kernels.padded]
-    assert [len(f.signatures) for f in [*loops, _kernels.shuffle_draws]] == [1] * 5
+    loops += [_kernels.shuffle_draws, _kernels.record_crcs, _kernels.copy_records]
+    assert [len(f.signatures) for f in loops] == [1] * len(loops)

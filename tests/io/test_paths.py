@@ -24,8 +24,7 @@ import estimator as est
 from estimator import checkpoint as ckpt
 from estimator.checkpoint import lock as model_dir_lock
 from estimator.events import read_eval_metrics
-from estimator.io import fs, staging
-from estimator.io.paths import local_path, url_scheme
+from estimator.io import fs, locks, staging
 from estimator.serve._models import ModelWatcher
 
 RECEIVER = est.export.build_raw_serving_input_receiver_fn({"x": X})
@@ -58,11 +57,15 @@ def without_gcsfs(monkeypatch):
 
 
 def test_url_schemes_and_local_paths():
-    urls = ["gs://bucket/models/ctr", "s3://bucket/m", "hdfs://namenode/m", "file:///tmp/m"]
-    assert [url_scheme(u) for u in urls] == ["gs", "s3", "hdfs", "file"]
+    urls = ["gs://bucket/models/ctr", "s3://bucket/m", "hdfs://namenode/m", "memory://m"]
+    assert [fs.protocol(u) for u in urls] == ["gs", "s3", "hdfs", "memory"]
     for local in ("runs/m", "/tmp/m", b"/tmp/m", r"C:\models\m", "gs:/bucket", "model:v1"):
-        assert url_scheme(local) is None
-        assert local_path(local, "output_dir") == os.fsdecode(local)
+        assert fs.protocol(local) is None
+        assert fs.local_path(local, "output_dir") == os.fsdecode(local)
+    # file:// is a local path for every function of the seam (one answer everywhere).
+    assert fs.protocol("file:///tmp/m") is None
+    assert fs.local_path("file:///tmp/m", "output_dir") == "/tmp/m"
+    assert fs.check("file:///tmp/m", "model_dir") == "/tmp/m"
 
 
 def test_an_unavailable_protocol_is_refused_at_construction(empty_cwd, without_gcsfs, tmp_path):
@@ -151,15 +154,15 @@ def test_slow_uploads_publish_every_checkpoint_whole(empty_cwd, bucket, monkeypa
     # Uploads slower than the saves: the publisher runs several checkpoints behind, while
     # orbax's retention (keep_checkpoint_max=1) would delete the staged copies it has yet
     # to upload (seen on a real S3 server: a checkpoint published without its meta/).
-    put_tree = fs.put_tree
+    upload_tree = fs.upload_tree
     published = []
 
-    def slow_put_tree(local, url, **kwargs):
+    def slow_upload_tree(local, url, **kwargs):
         time.sleep(0.3)
-        put_tree(local, url, **kwargs)
+        upload_tree(local, url, **kwargs)
         published.append(fs.basename(url))
 
-    monkeypatch.setattr(fs, "put_tree", slow_put_tree)
+    monkeypatch.setattr(fs, "upload_tree", slow_upload_tree)
     model_dir = fs.join(bucket, "model")
     e = make(model_dir, save_checkpoints_steps=1, keep_checkpoint_max=1)
     e.train(TRAIN, steps=6)  # raises the error of a failed publication, if any
@@ -210,7 +213,7 @@ def test_the_lease_keeps_a_second_writer_out(empty_cwd, bucket, monkeypatch):
     lease()  # another host, renewed just now: live
     with pytest.raises(est.ModelDirBusyError, match="pid 1 on elsewhere"):
         model_dir_lock.ModelDirLock(model_dir).__enter__()
-    lease(renewed=time.time() - model_dir_lock.LEASE_SECS - 1)  # not renewed: stale
+    lease(renewed=time.time() - locks.LEASE_SECS - 1)  # not renewed: stale
     with model_dir_lock.ModelDirLock(model_dir):
         assert json.loads(fs.read_bytes(lock_path))["pid"] == os.getpid()
     dead = 2**22 + 12345  # above Linux's pid_max default: no such process
@@ -218,7 +221,7 @@ def test_the_lease_keeps_a_second_writer_out(empty_cwd, bucket, monkeypatch):
     with model_dir_lock.ModelDirLock(model_dir):
         pass
     # The holder renews its lease in the background.
-    monkeypatch.setattr(model_dir_lock, "LEASE_RENEW_SECS", 0.05)
+    monkeypatch.setattr(locks, "LEASE_RENEW_SECS", 0.05)
     with model_dir_lock.ModelDirLock(model_dir):
         first = json.loads(fs.read_bytes(lock_path))["renewed"]
         time.sleep(0.3)

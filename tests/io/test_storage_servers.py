@@ -28,6 +28,7 @@ import time
 import uuid
 from http import HTTPStatus
 
+import fsspec.core
 import httpx
 import numpy as np
 import pytest
@@ -205,7 +206,7 @@ def bucket(request):
         for key, value in env.items():
             patch.setenv(key, value)
         patch.setenv("TENSORSTORE_GCS_HTTP_URL", "")  # recorded: restored afterwards
-        patch.delenv("TENSORSTORE_GCS_HTTP_URL")  # derived from the emulator's by io.fs
+        patch.delenv("TENSORSTORE_GCS_HTTP_URL")  # derived from the emulator's (config.platform)
         patch.setenv("GOOGLE_CLOUD_PROJECT", "test")
         metadata = sys.modules.get("google.auth.compute_engine._metadata")
         if metadata is not None and "NO_GCE_CHECK" in env:  # read when imported
@@ -213,7 +214,7 @@ def bucket(request):
         _clear_instances()
         url = f"{request.param}://bucket-{uuid.uuid4().hex[:8]}"
         fs.check(url, "bucket")
-        filesystem, name = fs._fs(url)
+        filesystem, name = fsspec.core.url_to_fs(url)
         filesystem.mkdir(name)  # the one thing a user makes before: the bucket
         try:
             yield url
@@ -348,8 +349,8 @@ def test_every_byte_round_trips_exactly(bucket, tmp_path):
     for i, data in enumerate(contents):
         fs.write_bytes(fs.join(bucket, "one", f"f{i}"), data)
         (local / f"f{i}").write_bytes(data)
-    fs.put_tree(str(local), fs.join(bucket, "tree"))
-    fs.get_tree(fs.join(bucket, "tree"), str(tmp_path / "back"))
+    fs.upload_tree(str(local), fs.join(bucket, "tree"))
+    fs.download_tree(fs.join(bucket, "tree"), str(tmp_path / "back"))
     for i, data in enumerate(contents):
         assert fs.read_bytes(fs.join(bucket, "one", f"f{i}")) == data, i
         assert (tmp_path / "back" / f"f{i}").read_bytes() == data, i

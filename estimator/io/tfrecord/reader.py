@@ -13,10 +13,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
-import crc32c
 import numpy as np
 
-from estimator.io import paths
+from estimator.io import fs
+from estimator.io._records import Records
 from estimator.io.tfrecord.framing import (
     _CHUNK,
     _CRC,
@@ -77,7 +77,7 @@ class _ZlibReader(io.RawIOBase):
 
 
 def _open_read(path: str, compression: str) -> IO[bytes]:
-    raw = paths.open_file(path, "rb")
+    raw = fs.open_file(path, "rb")
     if compression == "GZIP":
         return gzip.GzipFile(fileobj=raw, mode="rb")
     if compression == "ZLIB":
@@ -87,7 +87,7 @@ def _open_read(path: str, compression: str) -> IO[bytes]:
 
 def _hint(path: str, compression: str) -> str:
     try:
-        with paths.open_file(path, "rb") as f:
+        with fs.open_file(path, "rb") as f:
             magic = f.read(2)
     except OSError:
         return ""
@@ -99,14 +99,15 @@ def _hint(path: str, compression: str) -> str:
     return ""
 
 
-def _record_chunks(path: str, compression: str) -> Iterator[list[bytes]]:
-    """The records of one file, a list per megabyte read; raises
-    :class:`CorruptRecordError` (after yielding the good records before the bad one).
+def _record_chunks(path: str, compression: str) -> Iterator[Records]:
+    """The records of one file, a :class:`~estimator.io._records.Records` per megabyte
+    read; raises :class:`CorruptRecordError` (after yielding the good records before the
+    bad one).
 
-    The (decompressed) stream is read a megabyte at a time; a compiled loop
-    (``estimator.io._kernels.frames``) cuts the chunk's frames, and the CRCs are checked
-    with ``crc32c`` and compared as arrays: the lengths' once per distinct length, the
-    data's once per record. A record costs a slice and a CRC32C call, no other Python."""
+    The (decompressed) stream is read a megabyte at a time; compiled loops
+    (``estimator.io._kernels``) cut the chunk's frames and compute the data's CRC32Cs, and
+    the CRCs are compared as arrays (the lengths' once per distinct length). A record costs
+    no Python operation: the records stay in the chunk's buffer."""
     # Deferred: numba's import (~0.3 s) is only needed to read.
     from estimator.io import _kernels
 
@@ -117,15 +118,14 @@ def _record_chunks(path: str, compression: str) -> Iterator[list[bytes]]:
             while True:
                 more = f.read(max(_CHUNK, need))
                 buf += more
-                starts, lengths, length_crcs, data_crcs, stop = _kernels.frames(
-                    np.frombuffer(buf, np.uint8)
-                )
-                records, bad = _checked(buf, starts, lengths, length_crcs, data_crcs)
-                if records:
-                    yield records
-                if bad is not None:
-                    at = int(starts[bad]) - 12
-                    frame = buf[at : at + 16 + int(lengths[bad])]
+                arr = np.frombuffer(buf, np.uint8)
+                starts, lengths, length_crcs, data_crcs, stop = _kernels.frames(arr)
+                good = _checked(arr, starts, lengths, length_crcs, data_crcs)
+                if good:
+                    yield Records(arr, starts[:good], lengths[:good])
+                if good < len(starts):
+                    at = int(starts[good]) - 12
+                    frame = buf[at : at + 16 + int(lengths[good])]
                     raise _corrupt(path, base + at, compression, frame)
                 buf, base = buf[stop:], base + stop
                 if len(buf) >= 12:  # a frame cut by the chunk's end: check its length now
@@ -150,17 +150,16 @@ def _record_chunks(path: str, compression: str) -> Iterator[list[bytes]]:
         ) from None
 
 
-def _checked(buf: bytes, starts, lengths, length_crcs, data_crcs):
-    """The records of the frames at ``starts`` up to the first whose CRCs do not match, and
-    that frame's index (None when all match)."""
+def _checked(arr: np.ndarray, starts, lengths, length_crcs, data_crcs) -> int:
+    """How many of the frames at ``starts`` come before the first whose CRCs do not match
+    (``len(starts)`` when all match)."""
+    from estimator.io import _kernels
+
     distinct, which = np.unique(lengths, return_inverse=True)
     expected = np.array([masked_crc32c(_LENGTH.pack(n)) for n in distinct.tolist()], np.uint64)
-    records = [buf[s : s + n] for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
-    computed = _mask(np.fromiter(map(crc32c.crc32c, records), np.uint64, len(records)))
+    computed = _mask(_kernels.record_crcs(arr, starts, lengths).astype(np.uint64))
     bad = np.flatnonzero((expected[which] != length_crcs) | (computed != data_crcs))
-    if not len(bad):
-        return records, None
-    return records[: bad[0]], int(bad[0])
+    return int(bad[0]) if len(bad) else len(starts)
 
 
 def _corrupt(path, offset, compression, frame: bytes | None = None) -> CorruptRecordError:
@@ -238,7 +237,7 @@ def list_files(file_pattern, shuffle: bool = False, seed: int | None = None) -> 
         raise ValueError("file_pattern is empty: give a pattern or a list of paths.")
     found: list[str] = []
     for pattern in patterns:
-        matches = paths.glob(pattern)
+        matches = fs.glob(fs.check(pattern, "file pattern"))
         if not matches:
             raise ValueError(
                 f"No files matched pattern: {pattern}. Check the directory and the pattern "
@@ -328,68 +327,96 @@ def read_record_chunks(
     shard_index: int = 0,
     ignore_errors: bool = False,
     stats: ReadStats | None = None,
-) -> Iterator[list[bytes]]:
-    """:func:`read_records`' records in lists (a list per megabyte read, or per record when
-    interleaving), for readers that take records in bulk."""
+) -> Iterator[Records]:
+    """:func:`read_records`' records in :class:`~estimator.io._records.Records` (one per
+    megabyte read, or per ``block_length`` records when interleaving), for readers that take
+    records in bulk."""
     compression = _compression(compression_type)
     if cycle_length < 1 or block_length < 1:
         raise ValueError(
             f"cycle_length and block_length must be >= 1; got {cycle_length}, {block_length}."
         )
-    names = list_files(files)
-    names, every, offset = _shard(names, int(num_shards), int(shard_index))
+    names, every, offset = _shard(list_files(files), int(num_shards), int(shard_index))
     stats = ReadStats() if stats is None else stats
 
-    def one_file(path: str) -> Iterator[list[bytes]]:
-        try:
-            yield from _record_chunks(path, compression)
-        except CorruptRecordError as err:
-            if not ignore_errors:
-                raise
-            stats.skipped.append((err.path, err.offset, str(err)))
-            logger.warning("Skipping the rest of %s from byte %d: %s", err.path, err.offset, err)
+    def one_file(path: str) -> Iterator[Records]:
+        return _file_chunks(path, compression, ignore_errors, stats)
 
-    def sequential() -> Iterator[list[bytes]]:
-        for path in names:
-            yield from one_file(path)
-
-    def interleaved() -> Iterator[list[bytes]]:
-        pending = iter(names)
-        active = [_flat(one_file(p)) for p in _take(pending, cycle_length)]
-        while active:
-            still = []
-            for reader in active:
-                block = list(itertools.islice(reader, block_length))
-                if block:
-                    yield block
-                if len(block) < block_length:
-                    replacement = next(pending, None)
-                    if replacement is not None:
-                        still.append(_flat(one_file(replacement)))
-                else:
-                    still.append(reader)
-            active = still
-
-    seen = 0  # records before this chunk, for sharding by record
-    for chunk in sequential() if cycle_length == 1 else interleaved():
-        if every > 1:
-            first = (offset - seen) % every
-            seen += len(chunk)
-            chunk = chunk[first::every]
+    if cycle_length == 1:
+        chunks = (chunk for path in names for chunk in one_file(path))
+    else:
+        chunks = _interleaved(names, one_file, cycle_length, block_length)
+    for chunk in _every(chunks, every, offset):
         stats.records += len(chunk)
-        if chunk:
+        if len(chunk):
             yield chunk
 
 
-def _flat(chunks: Iterator[list[bytes]]) -> Iterator[bytes]:
+def _file_chunks(path: str, compression: str, ignore_errors: bool, stats: ReadStats):
+    """The chunks of one file; with ``ignore_errors`` a damaged file ends at the damage
+    (logged and recorded in ``stats``)."""
+    try:
+        yield from _record_chunks(path, compression)
+    except CorruptRecordError as err:
+        if not ignore_errors:
+            raise
+        stats.skipped.append((err.path, err.offset, str(err)))
+        logger.warning("Skipping the rest of %s from byte %d: %s", err.path, err.offset, err)
+
+
+class _Blocks:
+    """A file's records ``block_length`` at a time, across its chunks."""
+
+    def __init__(self, chunks: Iterator[Records], block_length: int) -> None:
+        self._chunks = chunks
+        self._block = block_length
+        self._chunk: Records | None = None
+        self._at = 0
+
+    def take(self) -> Records:
+        parts, need = [], self._block
+        while need:
+            if self._chunk is None or self._at == len(self._chunk):
+                self._chunk, self._at = next(self._chunks, None), 0
+                if self._chunk is None:
+                    break
+            part = self._chunk.take(slice(self._at, self._at + need))
+            self._at += len(part)
+            need -= len(part)
+            parts.append(part)
+        return Records.concat(parts) if parts else Records(b"", _NONE, _NONE)
+
+
+_NONE = np.zeros(0, np.int64)
+
+
+def _interleaved(names, one_file, cycle_length: int, block_length: int) -> Iterator[Records]:
+    """``cycle_length`` files at a time, ``block_length`` records from each in turn; a
+    finished file is replaced by the next (``tf.data.Dataset.interleave``)."""
+    pending = iter(names)
+    active = [_Blocks(one_file(p), block_length) for p in itertools.islice(pending, cycle_length)]
+    while active:
+        still = []
+        for reader in active:
+            block = reader.take()
+            if len(block):
+                yield block
+            if len(block) == block_length:
+                still.append(reader)
+                continue
+            replacement = next(pending, None)
+            if replacement is not None:
+                still.append(_Blocks(one_file(replacement), block_length))
+        active = still
+
+
+def _every(chunks: Iterator[Records], every: int, offset: int) -> Iterator[Records]:
+    """Every ``every``-th record of the stream from ``offset`` on (sharding by record)."""
+    if every == 1:
+        yield from chunks
+        return
+    seen = 0  # records before this chunk
     for chunk in chunks:
-        yield from chunk
-
-
-def _take(iterator: Iterator, n: int) -> list:
-    out = []
-    for item in iterator:
-        out.append(item)
-        if len(out) == n:
-            break
-    return out
+        first = (offset - seen) % every
+        seen += len(chunk)
+        yield chunk.take(slice(first, None, every))

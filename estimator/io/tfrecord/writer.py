@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Iterable
 from typing import IO
 
-from estimator.io import paths
+from estimator.io import fs
 from estimator.io.tfrecord.framing import _CRC, TFRecordOptions, masked_crc32c
 
 logger = logging.getLogger("estimator")
@@ -39,7 +39,7 @@ class TFRecordWriter:
         opts = options if isinstance(options, TFRecordOptions) else TFRecordOptions(options)
         self._compression = opts.compression_type
         level = 6 if opts.compression_level is None else int(opts.compression_level)
-        self._context = paths.atomic_write(self.path)
+        self._context = fs.atomic_write(self.path)
         self._raw = self._context.__enter__()
         if self._compression == "GZIP":
             self._out: IO[bytes] = gzip.GzipFile(

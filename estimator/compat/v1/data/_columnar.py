@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from estimator.compat.v1.data._pipeline import Op, Source, call_map, vectorizing
+from estimator.inputs import engine
 
 __all__ = ["plan", "ColumnarPlan"]
 
@@ -51,15 +52,16 @@ SHUFFLE_BLOCK_ROWS = 1 << 16
 
 
 class _Shuffled:
-    """A random permutation of each pass of a finite parent (drawn anew per pass).
+    """Each pass over a finite parent in the order of TF's shuffle buffer of
+    ``buffer_size`` (``estimator.inputs.engine.buffer_order``), drawn anew per pass.
 
-    Under ``repeat`` a small dataset has a pass every few batches; its permutations are
-    drawn for a block of passes at once (one generator, ``Generator.permuted`` row by
-    row), not a seeded generator per pass."""
+    Under ``repeat`` a small dataset has a pass every few batches; the orders of a block of
+    passes are drawn from one generator, not a seeded generator per pass."""
 
-    def __init__(self, parent, seed: int, reshuffle: bool) -> None:
+    def __init__(self, parent, buffer_size: int, seed: int, reshuffle: bool) -> None:
         self.parent = parent
         self.length = parent.length
+        self.buffer_size = buffer_size
         self.seed = seed
         self.reshuffle = reshuffle
         self.block = max(1, SHUFFLE_BLOCK_ROWS // max(1, self.length))
@@ -71,10 +73,10 @@ class _Shuffled:
         return self._permutations((self.seed, *path[:-1], block))[row]
 
     @functools.lru_cache(maxsize=4)  # noqa: B019 (a few live blocks per iterator)
-    def _permutations(self, key: tuple) -> np.ndarray:
+    def _permutations(self, key: tuple) -> list[np.ndarray]:
         rows = self.block if self.reshuffle and len(key) > 1 else 1
-        passes = np.broadcast_to(np.arange(self.length), (rows, self.length))
-        return np.random.default_rng(list(key)).permuted(passes, axis=1)
+        rng = np.random.default_rng(list(key))
+        return [engine.buffer_order(self.length, self.buffer_size, rng) for _ in range(rows)]
 
     def __call__(self, positions, path):
         return self.parent(self.permutation(path)[positions], path)
@@ -140,11 +142,12 @@ def _index_map(n: int, ops: list[Op], seed: int):
             buffer_size, op_seed, reshuffle = op.args
             seed_value = hash((seed, position)) & 0x7FFFFFFF if op_seed is None else op_seed
             if isinstance(index, _Repeated):  # shuffle after repeat: within each pass
-                index = _Repeated(_Shuffled(index.parent, seed_value, reshuffle), index.count)
+                shuffled = _Shuffled(index.parent, buffer_size, seed_value, reshuffle)
+                index = _Repeated(shuffled, index.count)
             elif index.length is None:
                 raise _NotColumnar("shuffle of an infinite stream")
             else:
-                index = _Shuffled(index, seed_value, reshuffle)
+                index = _Shuffled(index, buffer_size, seed_value, reshuffle)
         elif op.kind == "repeat":
             index = _Repeated(index, op.args[0])
         elif op.kind == "take":
@@ -294,8 +297,10 @@ class ColumnarPlan:
             elif op.kind == "shuffle":
                 buffer_size, op_seed, _ = op.args
                 seed = hash((self.seed, "after", position)) & 0x7FFFFFFF
-                ds = grain.experimental.WindowShuffleMapDataset(
-                    ds, window_size=buffer_size, seed=seed if op_seed is None else op_seed
+                rng = np.random.default_rng(seed if op_seed is None else op_seed)
+                order = engine.buffer_order(len(ds), buffer_size, rng)
+                ds = grain.MapDataset.range(len(order)).map(
+                    lambda i, ds=ds, order=order: ds[int(order[i])]
                 )
         return ds
 
@@ -349,6 +354,17 @@ class _Batches:
         return self._dataset[index]
 
 
+def _fits(before: list[Op], after: list[Op]) -> bool:
+    """Whether the operations around ``batch`` are the columnar executor's."""
+    if any(op.kind not in _INDEX_OPS for op in before):
+        return False
+    if any(op.kind not in _BATCH_OPS for op in after):
+        return False
+    endless = [i for i, op in enumerate(after) if op.kind == "repeat" and op.args[0] is None]
+    # TF's buffer over endless batches is a stream: the element executor's.
+    return not (endless and any(op.kind == "shuffle" for op in after[endless[0] :]))
+
+
 def plan(source: Source, ops: tuple[Op, ...], seed: int) -> ColumnarPlan | None:
     """The columnar plan of a pipeline, or None when it needs the element executor."""
     if source.kind != "slices":
@@ -358,15 +374,15 @@ def plan(source: Source, ops: tuple[Op, ...], seed: int) -> ColumnarPlan | None:
         return None
     split = kinds.index("batch")
     before, batch, after = list(ops[:split]), ops[split], list(ops[split + 1 :])
-    if any(op.kind not in _INDEX_OPS for op in before):
-        return None
-    if any(op.kind not in _BATCH_OPS for op in after):
+    if not _fits(before, after):
         return None
     tree, n = source.value
     try:
         index = _index_map(n, [op for op in before if op.kind != "map"], seed)
     except _NotColumnar:
         return None
+    if index.length is None and any(op.kind == "shuffle" for op in after):
+        return None  # TF's buffer over endless batches: the element executor's stream
     maps = []
     example = jax.tree.map(lambda a: a[:1], tree)
     for op in before:

@@ -2,7 +2,7 @@
 
 A :class:`Dataset` records its source and operations (TF's names and arguments) and runs
 them when iterated (``as_numpy_iterator()``, which is what the Estimator calls on what an
-``input_fn`` returns). Two executors, both built on grain (``grain.MapDataset`` /
+``input_fn`` returns). Three executors, all built on grain (``grain.MapDataset`` /
 ``grain.IterDataset``):
 
 * **columnar** (``_columnar``), for in-memory sources (``from_tensor_slices``,
@@ -11,20 +11,28 @@ them when iterated (``as_numpy_iterator()``, which is what the Estimator calls o
   element-wise maps run once per batch through ``jax.vmap``. This is the usual TF 1
   ``input_fn`` (``from_tensor_slices(...).shuffle(n).repeat().batch(b)``) and costs a few
   microseconds per batch instead of tens per example.
-* **elements** (``_elements``), for everything else (generators, text files, filters,
-  maps on strings, ...): grain's element-wise ``map``/``filter``/``batch``, window shuffle
-  and limits.
+* **streaming** (``_streaming``), for files (``TextLineDataset``, ``TFRecordDataset``)
+  batched once: the input engine that ``tfrecord_input_fn`` runs on
+  (``estimator.inputs.engine``), with ``map`` and ``batch`` fused and the maps called on
+  blocks of elements at once where that gives the same elements (TF's ``map_and_batch``
+  fusion; ``benchmarks/text_pipeline.py`` measures it against TF).
+* **elements** (``_elements``), for everything else (generators, filters, ...): grain's
+  element-wise ``map``/``filter``/``batch``, the engine's shuffle buffer, and limits.
 
-Both give TF's elements in TF's order of operations. Differences from ``tf.data``:
+All give TF's elements in TF's order of operations. ``shuffle(buffer_size)`` is TF's
+shuffle buffer of ``buffer_size`` elements in every executor (the buffer fills with the
+first ``buffer_size``; each element out is drawn uniformly from it and replaced by the next
+one in; at the end it drains in random order; ``estimator.inputs.engine``); with
+``reshuffle_each_iteration`` each pass draws a new order. Differences from ``tf.data``:
 
-* ``shuffle(buffer_size)``: the columnar executor draws a uniformly random order of each
-  pass over the data (TF's buffer gives that only when ``buffer_size`` covers the data);
-  the element executor shuffles within windows of ``buffer_size`` (grain's window
-  shuffle). ``shuffle`` after ``repeat`` shuffles within each pass. With ``seed=None`` the
-  order is still reproducible: seeds derive from ``tf.set_random_seed``'s value (default
-  0) and the operation's position, as TF's with a graph-level seed.
-* ``prefetch`` and ``num_parallel_calls`` are accepted and not needed (the Estimator
-  prefetches batches in the background); ``cache`` keeps nothing (sources are in memory).
+* ``shuffle`` after ``repeat`` of in-memory data shuffles within each pass (TF's buffer
+  mixes the end of one pass with the start of the next). With ``seed=None`` the order is
+  still reproducible: seeds derive from ``tf.set_random_seed``'s value (default 0) and the
+  operation's position, as TF's with a graph-level seed.
+* ``num_parallel_calls`` and ``prefetch`` are accepted and need no tuning: file pipelines
+  run their maps in a pool of threads on blocks and read ahead in the background, and the
+  Estimator prefetches batches; ``cache`` keeps nothing (sources are in memory or
+  streamed).
 * A ``map`` that draws random numbers runs element by element (each element its own
   draw, from NumPy).
 
@@ -48,7 +56,7 @@ import numpy as np
 
 from estimator.compat._unsupported import unsupported
 from estimator.compat.v1._base import tf_strings
-from estimator.compat.v1.data import _columnar, _elements
+from estimator.compat.v1.data import _columnar, _elements, _streaming
 from estimator.compat.v1.data._iterator import Iterator as TFIterator
 from estimator.compat.v1.data._pipeline import Op, Source, call_map
 from estimator.compat.v1.errors import InvalidArgumentError, raising_tf_errors, tf_error
@@ -343,9 +351,12 @@ class Dataset:
         return TFIterator(self)
 
     # ----- running ------------------------------------------------------------------------
+    def _streaming(self):
+        return _streaming.plan(self._source, self._ops, _SEED["value"], _elements._stacked)
+
     def _iterate(self) -> Iterator:
         """The elements as the executors hold them (0-d arrays for scalars)."""
-        plan = _columnar.plan(self._source, self._ops, _SEED["value"])
+        plan = _columnar.plan(self._source, self._ops, _SEED["value"]) or self._streaming()
         if plan is not None:
             return plan.iterator()
         return _elements.iterator(self._source, self._ops, _SEED["value"])
@@ -373,7 +384,10 @@ class Dataset:
         data instead of on every batch of every pass.
         """
         plan = _columnar.plan(self._source, self._ops, _SEED["value"])
-        if plan is None or plan.maps or any(op.kind == "map" for op in plan.after):
+        if plan is None:
+            streaming = self._streaming()
+            return None if streaming is None else _Planned(streaming, fn)
+        if plan.maps or any(op.kind == "map" for op in plan.after):
             return None
         plan.tree = apply_to_rows(fn, plan.tree)
         return _Planned(plan)
@@ -446,15 +460,18 @@ class _TFElements:
 
 
 class _Planned:
-    """A columnar plan's batches (``Dataset.map_rows``), iterable as a dataset is."""
+    """A columnar or streaming plan's batches (``Dataset.map_rows``; a streaming plan runs
+    ``fn`` in its map's threads), iterable as a dataset is."""
 
-    def __init__(self, plan) -> None:
+    def __init__(self, plan, fn=None) -> None:
         self._plan = plan
-        self.last_batch_size = plan.last_batch_size()  # as Dataset's
-        self.batch_count = plan.batch_count()
+        self._fn = fn
+        self.last_batch_size = getattr(plan, "last_batch_size", lambda: None)()  # as Dataset's
+        self.batch_count = getattr(plan, "batch_count", lambda: None)()
 
     def as_numpy_iterator(self) -> Iterator:
-        return _TFElements(self._plan.iterator())
+        iterator = self._plan.iterator() if self._fn is None else self._plan.iterator(self._fn)
+        return _TFElements(iterator)
 
     def __iter__(self) -> Iterator:
         return self.as_numpy_iterator()

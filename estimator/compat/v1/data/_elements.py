@@ -2,8 +2,8 @@
 
 Every source becomes a grain ``IterDataset`` (in-memory slices through
 ``grain.MapDataset.source``; generators and text files through :class:`IterableSource`);
-``map``/``filter``/``batch`` are grain's, ``shuffle`` is grain's window shuffle
-(``WindowShuffleIterDataset``, window = ``buffer_size``), ``take`` is grain's
+``map``/``filter``/``batch`` are grain's, ``shuffle`` is TF's shuffle buffer of
+``buffer_size`` elements (``estimator.inputs.engine``), ``take`` is grain's
 ``LimitIterDataset``. ``repeat`` builds the pipeline before it again for every pass, so
 shuffles draw a new order each pass (TF's ``reshuffle_each_iteration``).
 """
@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 from estimator.compat.v1.data._pipeline import Op, Source, call_map
+from estimator.inputs import engine
 from estimator.io import SparseValue
 
 __all__ = ["iterator", "IterableSource", "padded_stack"]
@@ -269,8 +270,8 @@ def _build(source: Source, ops: tuple[Op, ...], seed: int, path: tuple) -> grain
     ds = _build(source, head, seed, path)
     if op.kind == "shuffle":
         buffer_size, op_seed, reshuffle = op.args
-        return grain.experimental.WindowShuffleIterDataset(
-            ds, window_size=buffer_size, seed=_seed(seed, len(head), path, op_seed, reshuffle)
+        return engine.shuffle_elements(
+            ds, buffer_size, _seed(seed, len(head), path, op_seed, reshuffle)
         )
     if op.kind not in _OPS:
         raise ValueError(f"Unknown dataset operation {op.kind!r}.")

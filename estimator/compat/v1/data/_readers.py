@@ -7,83 +7,70 @@ TF's.
 
 ``TextLineDataset(filenames)`` yields each line of each file (without its line break) as
 a bytes scalar, reading the files lazily in order, as TF's; ``.gz`` files (or
-``compression_type="GZIP"``) are decompressed. ``decode_csv`` parses one record or an
-array of records with Python's ``csv`` module into one array per column, typed by
-``record_defaults`` as TF's (a float default gives float32, an int int32, a string bytes);
-on a serving placeholder it gives the columns an export decodes at serving time.
+``compression_type="GZIP"``) are decompressed. Both read local paths and storage URLs
+(``gs://``, ``s3://``, ...) through ``estimator.io.fs``; a pipeline over them that batches
+runs on the input engine (``_streaming``). ``decode_csv`` parses one record or an array of
+records into one array per column, typed by ``record_defaults`` as TF's (a float default
+gives float32, an int int32, a string bytes; ``estimator.preprocessing.decode_csv``: an
+array of records is parsed at once); on a serving placeholder it gives the columns an
+export decodes at serving time.
 """
 
 from __future__ import annotations
-
-import gzip
-from collections.abc import Iterator
 
 import jax
 import numpy as np
 
 from estimator.compat.v1.data._dataset import Dataset
 from estimator.compat.v1.data._pipeline import Source
+from estimator.compat.v1.data._streaming import Files
 from estimator.export import csv_columns
+from estimator.io import fs, tfrecord
 from estimator.preprocessing import decode_csv as _decode_csv
 
 __all__ = ["TFRecordDataset", "TextLineDataset", "decode_csv"]
 
 
-def _open(path: str, compression_type: str | None):
-    if compression_type == "GZIP" or (compression_type is None and path.endswith(".gz")):
-        return gzip.open(path, "rb")
-    if compression_type not in (None, "", "GZIP"):
-        raise ValueError(
-            f"compression_type {compression_type!r} is not supported; use GZIP or None."
-        )
-    return open(path, "rb")  # noqa: SIM115 (closed by the generator)
+def _names(filenames) -> list[str]:
+    names = [filenames] if isinstance(filenames, (str, bytes)) else list(np.ravel(filenames))
+    return [n.decode() if isinstance(n, bytes) else str(n) for n in names]
 
 
 def TextLineDataset(  # noqa: N802 (TF's class name)
     filenames, compression_type=None, buffer_size=None, num_parallel_reads=None, name=None
 ) -> Dataset:
-    """``tf.data.TextLineDataset``: the lines of ``filenames`` (a path or a list), as bytes.
+    """``tf.data.TextLineDataset``: the lines of ``filenames`` (a path or a list; local paths
+    or storage URLs such as ``gs://``/``s3://``, ``estimator.io.fs``), as bytes.
 
     Raises:
-      ValueError: an unsupported compression type.
+      ValueError: an unsupported compression type (at once); a URL whose protocol is not
+        available (naming the package to install).
     """
-    names = [filenames] if isinstance(filenames, (str, bytes)) else list(np.ravel(filenames))
-    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
-
-    def lines() -> Iterator[np.ndarray]:
-        for path in names:
-            with _open(path, compression_type) as f:
-                for line in f:
-                    yield np.asarray(line.rstrip(b"\r\n"), dtype=object)
-
-    return Dataset(Source("generator", lines))
+    compression = None
+    if compression_type is not None:
+        compression = tfrecord.TFRecordOptions.get_compression_type_string(compression_type)
+    names = [fs.check(n, "TextLineDataset file") for n in _names(filenames)]
+    return Dataset(Source("generator", Files("lines", names, compression)))
 
 
 def TFRecordDataset(  # noqa: N802 (TF's class name)
     filenames, compression_type=None, buffer_size=None, num_parallel_reads=None, name=None
 ) -> Dataset:
     """``tf.data.TFRecordDataset``: the records of the TFRecord files ``filenames`` (a path,
-    a list, or a dataset element holding them), as bytes scalars.
+    a list, or a dataset element holding them; local paths or storage URLs), as bytes
+    scalars.
 
     Raises:
       ValueError: a bad compression type (at once); a file that does not exist or a
         damaged record (when read: ``estimator.io.CorruptRecordError`` names the file and
         the byte offset).
     """
-    from estimator.io import tfrecord
-
     compression = tfrecord.TFRecordOptions.get_compression_type_string(compression_type)
-    names = [filenames] if isinstance(filenames, (str, bytes)) else list(np.ravel(filenames))
-    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    names = _names(filenames)
     cycle = 1 if num_parallel_reads in (None, 0) else max(1, int(num_parallel_reads))
     if cycle < 0:
         cycle = len(names)
-
-    def records() -> Iterator[np.ndarray]:
-        for record in tfrecord.read_records(names, compression, cycle_length=cycle):
-            yield np.asarray(record, dtype=object)
-
-    return Dataset(Source("generator", records))
+    return Dataset(Source("generator", Files("records", names, compression, cycle)))
 
 
 def decode_csv(
