@@ -34,6 +34,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import itertools
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -66,6 +67,8 @@ __all__ = [
 
 #: Rows a block holds, about (whole batches; at least one).
 BLOCK_ROWS = 4096
+#: Chunks a shuffle buffer keeps at most before it copies its elements into one.
+POOL_CHUNKS = 16
 
 
 class _Iterator(grain.DatasetIterator):
@@ -80,12 +83,15 @@ class _Iterator(grain.DatasetIterator):
         self._produced = 0
 
     def close(self) -> None:
-        close = getattr(self._iterator, "close", None)
-        if close is not None:
-            close()
-        parent_close = getattr(self._parent_iterator, "close", None)
-        if parent_close is not None:
-            parent_close()
+        for closing in (self._iterator, self._parent_iterator):
+            close = getattr(closing, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 (at interpreter exit grain's modules are gone)
+                    if sys.is_finalizing():
+                        return
+                    raise
 
     def __next__(self):
         value = next(self._iterator)
@@ -186,10 +192,18 @@ class _Pool:
         inverse[order] = np.arange(len(order))
         return _take(grouped, inverse)
 
-    def forget_except(self, live: np.ndarray) -> None:
+    def forget_except(self, live: np.ndarray) -> np.ndarray:
+        """Forgets the chunks no id of ``live`` is from; returns ``live``, renumbered into
+        one new chunk when more than :data:`POOL_CHUNKS` chunks remain (a buffer holds on
+        to an old chunk while one element of it is left)."""
         keep = set(np.unique(live >> 32).tolist())
         for number in [k for k in self.chunks if k not in keep]:
             del self.chunks[number]
+        if len(self.chunks) <= POOL_CHUNKS:
+            return live
+        compact = self.gather(live)
+        self.chunks.clear()
+        return self.add(compact)
 
 
 class Shuffle(_Stage):
@@ -201,18 +215,28 @@ class Shuffle(_Stage):
       buffer_size: elements in the buffer.
       rng: a ``() -> np.random.Generator``, called at each iteration (a seeded order per
         pass when the caller wants one).
+      emit: elements per chunk out (the last one smaller), e.g. a :class:`Blocks`' block:
+        the elements drawn are gathered once, into chunks that need no further copy.
     """
 
-    def __init__(self, parent, buffer_size: int, rng: Callable[[], np.random.Generator]):
+    def __init__(
+        self,
+        parent,
+        buffer_size: int,
+        rng: Callable[[], np.random.Generator],
+        emit: int = BLOCK_ROWS,
+    ):
         super().__init__(parent)
         self._size = int(buffer_size)
         self._rng = rng
+        self._emit = max(1, int(emit))
 
     def _run(self, parent: Iterator) -> Iterator:
         from estimator.io import _kernels
 
         rng, size, pool = self._rng(), self._size, _Pool()
         slots = np.zeros(0, np.int64)  # the ids in the buffer
+        drawn = np.zeros(0, np.int64)  # the ids drawn, not yet gathered
         for chunk in parent:
             ids = pool.add(chunk)
             room = size - len(slots)
@@ -227,10 +251,16 @@ class Shuffle(_Stage):
             out = _kernels.shuffle_draws(labels, size, rng.integers(0, size, len(ids)))
             every = np.concatenate([slots, ids])
             slots = every[labels]
-            yield pool.gather(every[out])
-            pool.forget_except(slots)
-        if len(slots):
-            yield pool.gather(slots[rng.permutation(len(slots))])
+            drawn = np.concatenate([drawn, every[out]])
+            whole = len(drawn) - len(drawn) % self._emit
+            if whole:
+                yield pool.gather(drawn[:whole])
+                drawn = drawn[whole:]
+                live = pool.forget_except(np.concatenate([slots, drawn]))
+                slots, drawn = live[: len(slots)], live[len(slots) :]
+        drawn = np.concatenate([drawn, slots[rng.permutation(len(slots))]])
+        if len(drawn):
+            yield pool.gather(drawn)
 
 
 def shuffle_elements(parent: grain.IterDataset, buffer_size: int, seed: int):
@@ -428,15 +458,15 @@ def rows(value: Any, lo: int, hi: int, varlen: frozenset = frozenset(), key=None
         return {k: rows(v, lo, hi, varlen, k) for k, v in value.items()}
     if isinstance(value, tuple) and not isinstance(value, SparseValue | RaggedValue):
         return type(value)(rows(v, lo, hi, varlen, key) for v in value)
-    if isinstance(value, SparseValue):
-        keep = (value.indices[:, 0] >= lo) & (value.indices[:, 0] < hi)
-        indices = value.indices[keep].copy()
+    if isinstance(value, SparseValue):  # indices in row-major order, as parsing gives
+        first, last = np.searchsorted(value.indices[:, 0], [lo, hi])
+        indices = value.indices[first:last].copy()
         indices[:, 0] -= lo
         shape = value.dense_shape.copy()
         shape[0] = hi - lo
         if key in varlen:
             shape[1] = int(indices[:, 1].max()) + 1 if len(indices) else 0
-        return SparseValue(indices, value.values[keep], shape)
+        return SparseValue(indices, value.values[first:last], shape)
     if isinstance(value, RaggedValue):
         splits = list(value.nested_row_splits)
         outer = splits[0][lo : hi + 1]

@@ -32,7 +32,7 @@ import numpy as np
 
 from estimator.inputs import engine
 from estimator.io import FixedLenFeature, VarLenFeature, parse_example
-from estimator.io._parse import check_specs
+from estimator.io._parse import check_specs, parse_for_host_phase
 from estimator.io.tfrecord import ReadStats, list_files, read_record_chunks
 from estimator.preprocessing._specs import _merge_specs
 
@@ -206,8 +206,9 @@ def tfrecord_input_fn(
     single = isinstance(label_key, str)
     calls = itertools.count()
 
-    def parse(records):
-        parsed = parse_example(records, spec)
+    def parse(records, for_host_phase: bool = False):
+        read = parse_for_host_phase if for_host_phase else parse_example
+        parsed = read(records, spec)
         if not label_keys:
             return parsed
         labels = {key: parsed.pop(key) for key in label_keys}
@@ -223,12 +224,14 @@ def tfrecord_input_fn(
 
         def build(fn: Callable | None):
             def work(block: engine.Block):
-                parsed = parse(block.items)
-                return parsed if fn is None else fn(parsed)
+                if fn is None:
+                    return parse(block.items)
+                return fn(parse(block.items, for_host_phase=True))
 
             ds = engine.Source(lambda: reading.chunks(rng, shards, index, stats))
             if shuffle:
-                ds = engine.Shuffle(ds, reading.shuffle_buffer_size, lambda: rng)
+                block = max(1, engine.BLOCK_ROWS // batch_size) * batch_size
+                ds = engine.Shuffle(ds, reading.shuffle_buffer_size, lambda: rng, emit=block)
             ds = engine.Blocks(ds, batch_size, drop_remainder=drop_remainder)
             ds = engine.prefetch(ds, 2)
             depth = -(-prefetch_batches * batch_size // engine.BLOCK_ROWS)

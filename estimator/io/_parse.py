@@ -451,11 +451,13 @@ def parse_columns(columns: Mapping[str, Column], features, where: _Where) -> dic
     return {key: out[key] for key in features}
 
 
-def collect(records: list[bytes], keys: list[str], where: _Where) -> dict[str, Column]:
+def collect(
+    records: list[bytes], keys: list[str], where: _Where, fixed_strings: bool = False
+) -> dict[str, Column]:
     """The columns of ``keys``: the NumPy wire reader for the records it accepts, protobuf
     for the rest; a record that is not an ``Example`` raises TF's error."""
     try:
-        return _wire.collect(records, keys)
+        return _wire.collect(records, keys, fixed_strings)
     except _columns.RecordError as err:
         shown = err.record[:64] if isinstance(err.record, bytes) else err.record
         raise ValueError(
@@ -506,6 +508,17 @@ def parse_example(
         )
     where = _Where(example_names, single=False)
     columns = collect(records, _keys_needed(features), where)
+    return parse_columns(columns, features, where)
+
+
+def parse_for_host_phase(records, features: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`parse_example` for a reader whose strings go to the feature columns' host
+    phase: short strings come as fixed-width ``S`` arrays instead of ``bytes`` objects
+    (``estimator.preprocessing`` reads both; ``tfrecord_input_fn`` with ``map_rows``)."""
+    check_specs(features)
+    records = as_records(records)
+    where = _Where(None, single=False)
+    columns = collect(records, _keys_needed(features), where, fixed_strings=True)
     return parse_columns(columns, features, where)
 
 

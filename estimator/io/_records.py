@@ -61,16 +61,22 @@ class Records:
 
     @staticmethod
     def concat(parts: Sequence[Records]) -> Records:
-        """The records of ``parts``, in order, copied into one new buffer (one part is
-        returned as is)."""
+        """The records of ``parts``, in order, as one :class:`Records` in a new buffer (one
+        part is returned as is). Parts that use most of their buffers (a reader's chunks in
+        order) have the buffers joined whole, a ``memcpy`` each; others (records drawn from
+        many buffers) have their records gathered one by one."""
         parts = [p for p in parts if len(p)] or list(parts[:1])
         if len(parts) == 1:
             return parts[0]
+        buffers: dict[int, np.ndarray] = {id(p.data): p.data for p in parts}
+        used = sum(int(p.lengths.sum()) for p in parts)
+        if sum(len(b) for b in buffers.values()) <= 2 * used:
+            return Records._joined(parts, buffers)
         from estimator.io import _kernels
 
         lengths = np.concatenate([p.lengths for p in parts])
         starts = np.cumsum(lengths) - lengths
-        data = np.empty(int(lengths.sum()), np.uint8)
+        data = np.empty(used, np.uint8)
         lo = 0
         for part in parts:
             hi = lo + len(part)
@@ -78,3 +84,15 @@ class Records:
             lo = hi
         data.flags.writeable = False  # as a reader's buffer: one type for the compiled loops
         return Records(data, starts, lengths)
+
+    @staticmethod
+    def _joined(parts: Sequence[Records], buffers: dict[int, np.ndarray]) -> Records:
+        """The parts with their buffers joined whole, each once; records keep their place."""
+        offsets, size = {}, 0
+        for key, buffer in buffers.items():
+            offsets[key] = size
+            size += len(buffer)
+        data = np.concatenate(list(buffers.values()))
+        data.flags.writeable = False
+        starts = np.concatenate([p.starts + offsets[id(p.data)] for p in parts])
+        return Records(data, starts, np.concatenate([p.lengths for p in parts]))

@@ -60,11 +60,13 @@ class _Batch:
         self.ends = records.starts + records.lengths
 
 
-def _strings(batch: _Batch, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
+def _strings(batch: _Batch, start: np.ndarray, stop: np.ndarray, fixed: bool = False):
     """The bytes ``[start, stop)`` of the batch as an object array of ``bytes``. Short
     strings that do not end with a zero byte (NumPy's fixed-width ``S`` strings drop those)
     are cut into one ``[n, width]`` array and converted in C; others are sliced one by
-    one."""
+    one. With ``fixed`` such short strings stay a fixed-width ``S`` array (no Python object
+    per string: for a consumer that reads them as arrays, the feature columns' host
+    phase)."""
     from estimator.io import _kernels  # loaded by collect
 
     lengths = stop - start
@@ -72,8 +74,8 @@ def _strings(batch: _Batch, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
         return _bytes_array([])
     width = int(lengths.max())
     if 0 < width <= 64 and not (batch.arr[stop[lengths > 0] - 1] == 0).any():
-        cut = _kernels.padded(batch.arr, start, stop, width)
-        return cut.view(f"S{width}").ravel().astype(object)
+        cut = _kernels.padded(batch.arr, start, stop, width).view(f"S{width}").ravel()
+        return cut if fixed else cut.astype(object)
     arr = batch.arr
     pieces = [arr[x:y].tobytes() for x, y in zip(start.tolist(), stop.tolist(), strict=True)]
     return _bytes_array(pieces)
@@ -87,8 +89,11 @@ def _key_table(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return data, np.cumsum(lengths) - lengths, lengths
 
 
-def collect(records: Sequence[bytes] | Records, keys: Sequence[str]) -> dict[str, Column]:
-    """The columns of ``keys`` over ``records`` (see ``_columns``)."""
+def collect(
+    records: Sequence[bytes] | Records, keys: Sequence[str], fixed_strings: bool = False
+) -> dict[str, Column]:
+    """The columns of ``keys`` over ``records`` (see ``_columns``; ``fixed_strings``: see
+    :func:`_strings`)."""
     n = len(records)
     if n == 0 or not keys:
         return collect_protobuf(records, keys)
@@ -103,7 +108,7 @@ def collect(records: Sequence[bytes] | Records, keys: Sequence[str]) -> dict[str
         batch.arr, kinds, counts, lo, hi, bad
     )
     values = {
-        BYTES: _strings(batch, string_starts, string_stops),
+        BYTES: _strings(batch, string_starts, string_stops, fixed_strings),
         FLOAT: floats.view("<f4"),
         INT64: ints,
     }

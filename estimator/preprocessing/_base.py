@@ -84,8 +84,8 @@ def _strings_or_ints(x: np.ndarray, key: str, who: str) -> tuple[np.ndarray, str
     holds neither strings nor integers."""
     if x.dtype.kind == "U":
         return x, STRING
-    if x.dtype.kind == "S":
-        x = x.astype(object)
+    if x.dtype.kind == "S":  # fixed-width bytes (the TFRecord reader's for the host phase)
+        return _decoded_fixed(x, key, who), STRING
     if x.dtype.kind in "iu":
         if x.dtype == np.uint64 and x.size and x.max() > _INT64_MAX:
             raise _int64_overflow(key, who, x.max())
@@ -113,14 +113,48 @@ def _objects(x: np.ndarray, key: str, who: str) -> tuple[np.ndarray, str] | None
     return None
 
 
+def string_factors(x: np.ndarray, key: str, cache: dict | None) -> tuple[list[str], np.ndarray]:
+    """The distinct strings of ``x`` (from :func:`_categorical_input`) and, for each value,
+    its index among them (int64, ``x``'s shape): the ops that look strings up or hash them
+    do it once per distinct value. Computed once per batch."""
+    memo = ("string_factors", key)
+    if cache is not None and memo in cache:
+        return cache[memo]
+    if x.dtype.kind == "U":  # sorted in C
+        distinct, codes = np.unique(x, return_inverse=True)
+        found = (distinct.tolist(), codes.reshape(x.shape))
+    else:
+        index: dict[str, int] = {}
+        codes = np.fromiter(
+            (index.setdefault(v, len(index)) for v in x.ravel().tolist()), np.int64, x.size
+        )
+        found = (list(index), codes.reshape(x.shape))
+    if cache is not None:
+        cache[memo] = found
+    return found
+
+
 def string_fingerprints(x: np.ndarray, key: str, cache: dict) -> np.ndarray:
     """``Fingerprint64`` (uint64, ``x``'s shape) of the strings ``x`` of raw feature ``key``
-    (from :func:`_categorical_input`), computed once per batch for the ops that hash them
-    (a hash bucket and the crosses of the same feature)."""
+    (from :func:`_categorical_input`), computed once per batch and distinct value for the
+    ops that hash them (a hash bucket and the crosses of the same feature)."""
     memo = ("string_fingerprints", key)
     if memo not in cache:
-        cache[memo] = fingerprint64(x.ravel().tolist()).reshape(x.shape)
+        texts, codes = string_factors(x, key, cache)
+        cache[memo] = fingerprint64(texts)[codes] if texts else np.zeros(x.shape, np.uint64)
     return cache[memo]
+
+
+def _decoded_fixed(x: np.ndarray, key: str, who: str) -> np.ndarray:
+    """Fixed-width bytes ``x`` as ``str`` (a ``U`` array), each distinct value decoded as
+    UTF-8 once (the values are sorted and compared in C)."""
+    distinct, codes = np.unique(x, return_inverse=True)
+    try:
+        texts = [v.decode("utf-8") for v in distinct.tolist()]
+    except UnicodeDecodeError:
+        _decoded(x.astype(object), x.ravel().tolist(), key, who)  # raises, naming the value
+        raise
+    return np.asarray(texts or [""], dtype=str)[codes.reshape(x.shape)]
 
 
 def _densified(sparse, key: str, who: str) -> np.ndarray:
@@ -136,9 +170,11 @@ def _densified(sparse, key: str, who: str) -> np.ndarray:
             "[batch_size, k] one (what parse_example gives for a VarLenFeature)."
         )
     strings = values.dtype.kind in "OUS"
-    out = np.full(
-        (shape[0], max(shape[1], 1)), "" if strings else -1, dtype=object if strings else np.int64
-    )
+    if values.dtype.kind == "S":  # fixed-width bytes (the parser's for the host phase)
+        dtype, missing = values.dtype, b""
+    else:
+        dtype, missing = (object, "") if strings else (np.int64, -1)
+    out = np.full((shape[0], max(shape[1], 1)), missing, dtype=dtype)
     if len(indices):
         out[indices[:, 0], indices[:, 1]] = values
     return out

@@ -17,6 +17,7 @@ from estimator.preprocessing._base import (
     _check_buckets,
     _check_kind,
     register_op,
+    string_factors,
     string_fingerprints,
 )
 from estimator.preprocessing._fingerprint import fingerprint64
@@ -60,10 +61,10 @@ class _VocabularyLookup(Op):
         who = self.describe()
         x, kind = _categorical_input(features, self.key, who, cache)
         _check_kind(self.dtype, kind, x, self.key, who)
-        if kind == STRING:
-            strings = x.ravel().tolist()
-            ids = self._ids(strings, (x == "").ravel(), strings)
-            return CategoricalIds(ids.reshape(x.shape).astype(np.int32), None)
+        if kind == STRING:  # each distinct string looked up once
+            texts, codes = string_factors(x, self.key, cache)
+            ids = self._ids(texts, np.array([t == "" for t in texts], bool), texts)
+            return CategoricalIds(ids[codes].astype(np.int32), None)
         uniq, inverse = np.unique(x, return_inverse=True)
         keys = uniq.tolist()
         # TF hashes OOV integers as their decimal strings.

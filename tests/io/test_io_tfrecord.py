@@ -297,5 +297,32 @@ def test_warming_compiles_what_reading_and_parsing_use(tmp_path):
     io.parse_example(chunks[0], {"x": io.VarLenFeature(np.float32)})  # records in a buffer
     list(engine.Shuffle(engine.Source(lambda: chunks * 2), 1, np.random.default_rng))
     loops = [_kernels.frames, _kernels.scan, _kernels.gather, _kernels.padded]
-    loops += [_kernels.shuffle_draws, _kernels.record_crcs, _kernels.copy_records]
+    loops += [_kernels.shuffle_draws, _kernels.record_crcs]
     assert [len(f.signatures) for f in loops] == [1] * len(loops)
+
+
+def test_record_checksums_and_record_gathering():
+    """The compiled CRC32C of records (the CPU's instruction where it has one, the tables
+    elsewhere) is crc32c's; records gathered from several buffers come back byte for byte,
+    whether whole buffers are joined or records copied one by one."""
+    import crc32c
+    import numpy as np
+
+    from estimator.io import _kernels
+    from estimator.io._records import Records
+
+    data = os.urandom(5000)
+    starts = np.array([0, 5, 100, 1000, 3, 7, 4990], np.int64)
+    lengths = np.array([0, 17, 800, 3999, 1, 9, 10], np.int64)
+    expected = [crc32c.crc32c(data[s : s + n]) for s, n in zip(starts, lengths, strict=True)]
+    arr = np.frombuffer(data, np.uint8)
+    assert _kernels._record_crcs_tables(arr, starts, lengths).tolist() == expected
+    if _kernels._SSE42:
+        assert _kernels._record_crcs_sse42(arr, starts, lengths).tolist() == expected
+    whole = Records(data, starts, lengths)
+    parts = [whole.take(slice(1, 4)), Records.from_list([b"xy", b""]), whole.take([6, 1])]
+    joined = Records.concat(parts)  # buffers mostly used: joined whole
+    sparse = Records.concat([whole.take([1]), whole.take([5]), whole.take([6])])  # copied
+    assert joined.tolist() == [r for p in parts for r in p.tolist()]
+    assert sparse.tolist() == [data[5:22], data[7:16], data[4990:5000]]
+    assert len(sparse.data) == 17 + 9 + 10  # only the records were copied

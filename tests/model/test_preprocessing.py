@@ -175,8 +175,9 @@ def test_vocabulary_list_strings_multivalent_missing_and_oov():
 
 
 def test_string_lookups_hash_each_batch_at_once_and_keep_nothing(monkeypatch):
-    # The host phase is O(batch): one vectorized hashing call per column and batch,
-    # no memo that grows with the distinct values seen (and no per-batch rebuild of one).
+    # The host phase is O(batch): one vectorized hashing call per column and batch, over
+    # the batch's distinct values (sorted), no memo that grows with the distinct values
+    # seen (and no per-batch rebuild of one).
     from estimator.preprocessing import _base
 
     calls = []
@@ -189,7 +190,7 @@ def test_string_lookups_hash_each_batch_at_once_and_keep_nothing(monkeypatch):
     assert _ids(op, {"h": np.array(["a", "hello", "a"])}) == [[939], [296], [939]]
     assert _ids(op, {"h": np.array(["hello", "b", "", "a"])})[:1] == [[296]]
     assert _ids(op, {"h": np.array([["a", ""], ["b", "hello"]])})[0] == [939, -1]
-    assert calls == [["a", "hello", "a"], ["hello", "b", "", "a"], ["a", "", "b", "hello"]]
+    assert calls == [["a", "hello"], ["", "a", "b", "hello"], ["", "a", "b", "hello"]]
     fresh = pp.HashBucket("h", 1000)
     _ids(fresh, {"h": np.array(["a", "b"])})
     size = len(pickle.dumps(fresh))
@@ -609,3 +610,21 @@ def test_sparse_input_in_any_order_is_densified_by_its_indices():
     assert _ids(op, {"k": two_per_row}) == [[1, 0], [2, 0]]
     missing_row = SparseValue(np.array([[0, 0], [2, 0], [3, 0]]), values[:3], np.array([4, 1]))
     assert _ids(op, {"k": missing_row}) == [[0], [-1], [1], [2]]
+
+
+def test_fixed_width_bytes_give_the_ids_of_bytes_objects():
+    """Strings as fixed-width bytes (the TFRecord reader's for the host phase) are looked
+    up and hashed per distinct value with the results of bytes objects and str."""
+    values = ["red", "", "blue", "über", "red", "x" * 40]
+    ops = [
+        pp.VocabularyList("s", ("red", "blue"), num_oov_buckets=3),
+        pp.HashBucket("s", 97),
+        pp.Cross(("s", "s"), 1000),
+    ]
+    for op in ops:
+        as_str = _ids(op, {"s": np.array(values, dtype=object)[:, None]})
+        as_bytes = _ids(op, {"s": np.array([v.encode() for v in values], dtype=object)[:, None]})
+        fixed = _ids(op, {"s": np.array([v.encode() for v in values])[:, None]})  # dtype S
+        assert fixed == as_bytes == as_str, op
+    with pytest.raises(ValueError, match=r"holds bytes that are not UTF-8 text \(b'\\xff'"):
+        _ids(ops[0], {"s": np.array([b"ok", b"\xff"])[:, None]})

@@ -238,7 +238,8 @@ class Dataset:
         return self._then("filter", predicate)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None, name=None):
-        """Randomly shuffles the elements (see the module docstring for the order drawn).
+        """Shuffles the elements through TF's shuffle buffer of ``buffer_size`` elements
+        (``estimator.inputs.engine`` says what each shuffle of this package means).
 
         Raises:
           tf.errors.InvalidArgumentError: ``buffer_size`` < 1 (AUTOTUNE is refused, as TF).
