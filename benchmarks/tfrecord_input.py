@@ -14,9 +14,12 @@ The script writes adult.data with all its columns (numbers as ``float_list``, st
 * **train**: the canned ``LinearClassifier`` (the tutorial's wide columns) and
   ``DNNLinearCombinedClassifier`` (wide + deep columns), ``--epochs`` epochs at batch
   ``--batch-size``, from the file: ours end to end cold (a fresh Estimator with a cold
-  compilation cache, compiles included), steady (a second ``train()`` of the same
-  Estimator, from the file again), and our in-memory ``numpy_input_fn`` steady rate for
-  comparison; TF's Estimator fed ``TFRecordDataset`` → ``shuffle(10000)`` → ``repeat`` →
+  compilation cache, compiles included), then ``--rounds`` paired rounds of steady
+  ``train()`` calls (of Estimators that trained already) from the file and from memory
+  (``numpy_input_fn``), which goes first alternating, with medians, spreads and the
+  median ratio; the CPU µs per example of each phase from files on one thread (reading,
+  parsing, the columns' host phase) beside the in-memory step's, and the rate they allow
+  on 2 cores; TF's Estimator fed ``TFRecordDataset`` → ``shuffle(10000)`` → ``repeat`` →
   ``batch`` → ``map(parse_example)`` → ``prefetch`` (its recommended way): end to end, and
   steady (its steps after the 100th, timed by a hook).
 
@@ -35,6 +38,7 @@ import argparse
 import json
 import logging
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -174,6 +178,48 @@ def _model(census, kind: str, stats: dict):
     )
 
 
+def _host_costs(args, path: str, spec: dict, model) -> dict[str, float]:
+    """CPU µs per example of each phase of training from files, on one thread, best of
+    ``--passes``: reading (decompression, framing, CRCs), parsing the columns' spec for the
+    host phase, and the host phase (``map_rows``' function)."""
+    from estimator.io._parse import parse_for_host_phase
+    from estimator.io._records import Records
+    from estimator.io.tfrecord import read_record_chunks
+
+    transform = model.runtime.input_transform
+
+    def best(fn):
+        times = []
+        for _ in range(args.passes):
+            start = time.thread_time()
+            out = fn()
+            times.append(time.thread_time() - start)
+        return min(times), out
+
+    read, chunks = best(lambda: list(read_record_chunks(path, "GZIP")))
+    block = Records.concat(chunks)
+    n = len(block)
+    blocks = [block.take(slice(lo, lo + 4096)) for lo in range(0, n, 4096)]
+    parse, parsed = best(lambda: [parse_for_host_phase(b, spec) for b in blocks])
+
+    def host():
+        for features in parsed:
+            features = dict(features)
+            labels = features.pop("label")
+            transform.apply(features, labels)
+
+    phase, _ = best(host)
+    return {"read": read / n * 1e6, "parse": parse / n * 1e6, "host phase": phase / n * 1e6}
+
+
+def _steady(model, input_fn, n: int) -> tuple[float, float]:
+    """examples/s of one ``train()`` of an Estimator that has trained already, and the
+    process's CPU µs per example over it (all threads)."""
+    cpu, start = time.process_time(), time.perf_counter()
+    model.train(input_fn)
+    return n / (time.perf_counter() - start), (time.process_time() - cpu) / n * 1e6
+
+
 def bench_train(args, census, kind: str, path: str, train_x, labels) -> None:
     stats = census.numeric_stats(train_x)
     columns = census.wide_columns()
@@ -197,26 +243,49 @@ def bench_train(args, census, kind: str, path: str, train_x, labels) -> None:
     start = time.perf_counter()
     model.train(from_files())
     cold = time.perf_counter() - start
-    start = time.perf_counter()
-    model.train(from_files())
-    steady = time.perf_counter() - start
     memory_model = _model(census, kind, stats)
     memory_model.train(in_memory())
-    start = time.perf_counter()
-    memory_model.train(in_memory())
-    memory = time.perf_counter() - start
-    print(f"\ntrain {kind} from files, {args.epochs} epochs, batch {args.batch_size}:")
-    print(f"  ours end to end cold {n / cold:9,.0f} examples/s ({cold:.2f} s); steady "
-          f"{n / steady:9,.0f} examples/s ({steady:.2f} s); in memory (numpy_input_fn) "
-          f"steady {n / memory:9,.0f} examples/s ({memory:.2f} s)")  # fmt: skip
-    print(f"  ours from files steady / ours in memory steady: {memory / steady:.2f}")
+    files, memory = [], []
+    for r in range(args.rounds):  # paired rounds, which goes first alternating
+        pair = [(files, model, from_files), (memory, memory_model, in_memory)]
+        for out, m, fn in pair if r % 2 == 0 else pair[::-1]:
+            out.append(_steady(m, fn(), n))
+    ratios = sorted(f[0] / m[0] for f, m in zip(files, memory, strict=True))
+
+    def show(values):
+        rates = sorted(v[0] for v in values)
+        cpu = statistics.median(v[1] for v in values)
+        return (
+            f"{statistics.median(rates):9,.0f} examples/s ({rates[0]:,.0f}–{rates[-1]:,.0f}), "
+            f"{cpu:.2f} CPU µs/example"
+        )
+
+    print(f"\ntrain {kind}, {args.epochs} epochs, batch {args.batch_size}, steady over "
+          f"{args.rounds} paired rounds, median (min–max):")  # fmt: skip
+    print(f"  ours from files (tfrecord_input_fn) {show(files)}")
+    print(f"  ours in memory (numpy_input_fn)     {show(memory)}")
+    print(f"  from files / in memory: {statistics.median(ratios):.2f} "
+          f"({ratios[0]:.2f}–{ratios[-1]:.2f}); cold from files {n / cold:,.0f} examples/s "
+          f"({cold:.2f} s)")  # fmt: skip
+    costs = _host_costs(args, path, spec, model)
+    step = statistics.median(v[1] for v in memory)
+    total = sum(costs.values()) + step
+    shown = ", ".join(f"{k} {v:.2f}" for k, v in costs.items())
+    print(f"  CPU µs per example on one thread: {shown}; the in-memory step {step:.2f} (all "
+          f"threads): {total:.2f} in all")  # fmt: skip
+    # In memory the step is the work; from files every phase is, on 2 cores at best (the
+    # phases in parallel), and never faster than in memory.
+    bound = min(1.0, 2 * step / total)
+    print(f"  2-core bound of from files / in memory: min(1, 2 × {step:.2f} / {total:.2f}) = "
+          f"{bound:.2f}")  # fmt: skip
     theirs = _tf(args, "train", args.data_dir, path, kind, args.epochs, args.batch_size)
     if theirs is not None:
         print(f"  TF 2.15 end to end {theirs['train_examples_per_s']:9,.0f} examples/s "
               f"({theirs['train_s']:.2f} s); steady {theirs['steady_examples_per_s']:9,.0f} "
               "examples/s")  # fmt: skip
         tf_steady = theirs["steady_examples_per_s"]
-        print(f"  ratios: ours steady / TF steady {n / steady / tf_steady:.2f}; "
+        ours = statistics.median(v[0] for v in files)
+        print(f"  ratios: ours steady / TF steady {ours / tf_steady:.2f}; "
               f"TF time / ours, end to end cold {theirs['train_s'] / cold:.2f}")  # fmt: skip
 
 
@@ -227,6 +296,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--parse-batch", type=int, default=512)
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--model", choices=["linear", "wide_deep", "all", "none"], default="all")
     parser.add_argument("--tf-python", default=os.environ.get("TF_PYTHON"))
     args = parser.parse_args()

@@ -354,3 +354,21 @@ def test_every_byte_round_trips_exactly(bucket, tmp_path):
     for i, data in enumerate(contents):
         assert fs.read_bytes(fs.join(bucket, "one", f"f{i}")) == data, i
         assert (tmp_path / "back" / f"f{i}").read_bytes() == data, i
+
+
+def test_tf_data_reads_text_and_tfrecords_from_the_server(bucket):
+    """compat's ``TextLineDataset`` and ``TFRecordDataset`` read storage URLs, as TF's."""
+    import gzip
+
+    import estimator.compat.v1 as tf
+
+    lines = [f"{i},name {i}".encode() for i in range(300)]
+    fs.write_bytes(fs.join(bucket, "rows.csv.gz"), gzip.compress(b"\n".join(lines) + b"\n"))
+    with est.io.TFRecordWriter(fs.join(bucket, "rows.tfrecord")) as writer:
+        for line in lines:
+            writer.write(line)
+    text = tf.data.TextLineDataset(fs.join(bucket, "rows.csv.gz")).batch(128)
+    records = tf.data.TFRecordDataset(fs.join(bucket, "rows.tfrecord")).batch(128)
+    for dataset in (text, records):
+        got = [bytes(x) for batch in dataset.as_numpy_iterator() for x in batch]
+        assert got == lines

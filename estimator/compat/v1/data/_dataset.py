@@ -109,6 +109,7 @@ class Dataset:
     def __init__(self, source: Source, ops: tuple[Op, ...] = ()) -> None:
         self._source = source
         self._ops = ops
+        self._plans: dict = {}  # streaming plans by default seed
 
     def _then(self, kind: str, *args) -> Dataset:
         return Dataset(self._source, self._ops + (Op(kind, args),))
@@ -353,7 +354,11 @@ class Dataset:
 
     # ----- running ------------------------------------------------------------------------
     def _streaming(self):
-        return _streaming.plan(self._source, self._ops, _SEED["value"], _elements._stacked)
+        """The streaming plan (kept: it decides how its maps run once, on a sample)."""
+        seed = _SEED["value"]
+        if seed not in self._plans:
+            self._plans[seed] = _streaming.plan(self._source, self._ops, seed, _elements._stacked)
+        return self._plans[seed]
 
     def _iterate(self) -> Iterator:
         """The elements as the executors hold them (0-d arrays for scalars)."""
