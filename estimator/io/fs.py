@@ -45,6 +45,7 @@ Synopsis::
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob as _glob
 import importlib
 import os
@@ -335,18 +336,22 @@ def listdir(path, *, missing_ok: bool = True) -> list[str]:
     """The names directly under ``path`` (files and directories), sorted.
 
     Raises:
-      FileNotFoundError: ``path`` is no directory, unless ``missing_ok`` (then ``[]``).
+      FileNotFoundError: nothing at ``path``, unless ``missing_ok`` (then ``[]``).
+      NotADirectoryError: ``path`` is a local file, unless ``missing_ok``.
     """
+    remote = None
     try:
         remote = _remote(path)
         if remote is None:
             return sorted(os.listdir(_local(path)))
         filesystem, stripped = remote
         entries = filesystem.ls(stripped, detail=False)
-    except (FileNotFoundError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError) as err:
         if missing_ok:
             return []
-        raise FileNotFoundError(f"{as_str(path)}: no such directory.") from None
+        if remote is None:
+            raise  # the operating system's error, naming the path
+        raise FileNotFoundError(errno.ENOENT, "No such directory", as_str(path)) from err
     names = {posixpath.basename(e.rstrip("/")) for e in entries}
     names.discard("")
     return sorted(names)
@@ -504,7 +509,9 @@ def open_file(path, mode: str = "rb") -> IO[Any]:
         return filesystem.open(stripped, mode)
     except FileNotFoundError:
         raise FileNotFoundError(
-            f"{as_str(path)}: no such file. Check the path (and the file pattern that produced it)."
+            errno.ENOENT,
+            "No such file or directory (check the path, and the file pattern that produced it)",
+            as_str(path),
         ) from None
 
 

@@ -241,7 +241,7 @@ def test_tensorflow_reads_ours_and_we_read_tensorflows(tmp_path, compression):
 def test_paths_and_reader_argument_errors(tmp_path):
     from estimator.io import fs
 
-    with pytest.raises(FileNotFoundError, match="no such file. Check the path"):
+    with pytest.raises(FileNotFoundError, match=r"No such file or directory \(check the path"):
         fs.open_file(tmp_path / "missing", "rb")
     with pytest.raises(ValueError, match="file pattern 'nosuch://b/train-\\*' is a nosuch:// URL"):
         tfrecord.list_files("nosuch://b/train-*")
