@@ -333,11 +333,14 @@ def batch_pipeline(
         return place((features, labels))
 
     # Batches cut from fixed arrays (numpy_input_fn's) and a single batch cannot change
-    # shape: no check. The features a transform makes vary in width by design (feature
-    # columns pad multi-valued and sequence inputs to each batch's longest), and its ops
-    # check the raw ones: only the labels are checked after a transform.
+    # shape, and an input that declares its batches vary (compat's padded_batch to each
+    # batch's longest, a None dimension in TF) may: no check. The features a transform
+    # makes vary in width by design (feature columns pad multi-valued and sequence inputs
+    # to each batch's longest), and its ops check the raw ones: only the labels are checked
+    # after a transform.
     fixed = isinstance(result, Batches) or _is_single_element(result)
-    check = None if fixed else ShapeCheck(mode, features=transform_given is None)
+    varying = getattr(result, "varying_shapes", False) is True
+    check = None if fixed or varying else ShapeCheck(mode, features=transform_given is None)
     prefetcher = Prefetcher(batches, prepare, warm=getattr(mapped, "warm", None), check=check)
     prefetcher.last_batch_size = getattr(result, "last_batch_size", None)
     prefetcher.batch_count = getattr(result, "batch_count", None)

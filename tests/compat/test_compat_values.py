@@ -94,3 +94,36 @@ def test_padded_batch_pads_each_component_to_its_shape():
     words = tf.data.Dataset.from_generator(lambda: iter([np.array([b"a"], object)] * 2))
     (strings,) = list(words.padded_batch(2, padded_shapes=[2]))
     assert strings.tolist() == [[b"a", b""], [b"a", b""]]  # strings pad with b""
+
+
+def test_an_estimator_trains_on_batches_padded_to_each_batchs_longest(tmp_path):
+    # padded_batch with a None dimension declares batches of varying width (TF's element
+    # spec has a None dimension there); the Estimator must not refuse the second width.
+    def gen():
+        for n in (1, 3, 2, 5):
+            yield {"ids": np.arange(1, n + 1, dtype=np.int32)}, np.float32(n)
+
+    def input_fn():
+        dataset = tf.data.Dataset.from_generator(gen).padded_batch(
+            2, padded_shapes=({"ids": [None]}, [])
+        )
+        return dataset.make_one_shot_iterator().get_next()
+
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+        predictions = w * tf.reduce_sum(tf.cast(features["ids"], tf.float32), axis=1)
+        loss = tf.reduce_mean(tf.square(predictions - labels))
+        train_op = tf.train.GradientDescentOptimizer(0.01).minimize(
+            loss, tf.train.get_global_step()
+        )
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    estimator = tf.estimator.Estimator(model_fn, str(tmp_path / "m"))
+    estimator.train(input_fn)  # widths 3 then 5
+    assert estimator.get_variable_value("global_step") == 2
+    unpadded = tf.data.Dataset.from_generator(gen).padded_batch(2, padded_shapes=({"ids": [6]}, []))
+    assert tf.data.Dataset.from_generator(gen).padded_batch(2).varying_shapes
+    assert (
+        not unpadded.varying_shapes
+        and not tf.data.Dataset.from_generator(gen).batch(2).varying_shapes
+    )

@@ -99,6 +99,22 @@ def _length(tree: Any) -> int:
     return lengths.pop()
 
 
+def _pads_to_longest(padded_shapes) -> bool:
+    """Whether ``padded_shapes`` (a structure of shapes, None for all) leaves a dimension
+    to each batch's longest."""
+    if padded_shapes is None:
+        return True
+    if hasattr(padded_shapes, "as_list"):  # a TensorShape
+        padded_shapes = padded_shapes.as_list()
+    if isinstance(padded_shapes, dict):
+        return any(_pads_to_longest(s) for s in padded_shapes.values())
+    if isinstance(padded_shapes, (list, tuple)):
+        if all(d is None or isinstance(d, (int, np.integer)) for d in padded_shapes):
+            return any(d is None or d == -1 for d in padded_shapes)  # one shape
+        return any(_pads_to_longest(s) for s in padded_shapes)
+    return False
+
+
 class Dataset:
     """``tf.data.Dataset`` (TF 1.15/2.15 names and arguments), run on grain.
 
@@ -113,6 +129,15 @@ class Dataset:
 
     def _then(self, kind: str, *args) -> Dataset:
         return Dataset(self._source, self._ops + (Op(kind, args),))
+
+    @property
+    def varying_shapes(self) -> bool:
+        """Whether its batches may differ beyond the batch dimension by design: a
+        ``padded_batch`` that pads a dimension to each batch's longest (a ``None`` or ``-1``
+        padded dimension, or no ``padded_shapes``), which TF's element spec declares as a
+        ``None`` dimension. The Estimator then compares no batch with the first
+        (``estimator.engine.input_shapes``); each new width compiles its own step."""
+        return any(op.kind == "padded_batch" and _pads_to_longest(op.args[1]) for op in self._ops)
 
     # ----- sources ------------------------------------------------------------------------
     @staticmethod
