@@ -162,7 +162,8 @@ def test_slow_uploads_publish_every_checkpoint_whole(empty_cwd, bucket, monkeypa
         upload_tree(local, url, **kwargs)
         published.append(fs.basename(url))
 
-    monkeypatch.setattr(fs, "upload_tree", slow_upload_tree)
+    # Patched where fs.publish_tree finds it (the module that defines both).
+    monkeypatch.setattr("estimator.io.fs._trees.upload_tree", slow_upload_tree)
     model_dir = fs.join(bucket, "model")
     e = make(model_dir, save_checkpoints_steps=1, keep_checkpoint_max=1)
     e.train(TRAIN, steps=6)  # raises the error of a failed publication, if any
