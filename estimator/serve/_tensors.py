@@ -95,8 +95,16 @@ def check(tensor) -> tuple[str, tuple, int]:
     name = dtype_name(tensor.dtype)
     if name not in _TYPES:
         raise _refuse(f"dtype {name} is not supported; send one of {', '.join(sorted(_TYPES))}.")
-    dtype, field = _TYPES[name]
-    shape_proto = tensor.tensor_shape
+    itemsize = np.dtype(_TYPES[name][0]).itemsize
+    shape, count = _declared_shape(tensor.tensor_shape, name, itemsize)
+    _check_values(tensor, name, shape, count)
+    return name, shape, count * itemsize
+
+
+def _declared_shape(shape_proto, name: str, itemsize: int) -> tuple[tuple, int]:
+    """``(shape, elements)`` of a ``TensorShapeProto``, refused where no array could have it
+    (unknown or too high a rank, a negative dimension, more elements or bytes than int64
+    counts)."""
     if shape_proto.unknown_rank:
         raise _refuse("tensor_shape has unknown_rank set; give every dimension's size.")
     if len(shape_proto.dim) > MAX_RANK:
@@ -107,24 +115,31 @@ def check(tensor) -> tuple[str, tuple, int]:
     count = math.prod(shape)  # Python's integers: no overflow
     if count > _INT64_MAX:
         raise _refuse(f"tensor_shape {list(shape)} holds {count} elements, more than int64 counts.")
-    itemsize = np.dtype(dtype).itemsize
     if math.prod(d for d in shape if d) * itemsize > _INT64_MAX:  # NumPy's limit, zeros or not
         raise _refuse(
             f"tensor_shape {list(shape)}: its nonzero dimensions multiply to more bytes of {name} "
             "than int64 counts (no array has such a shape, even with a zero dimension)."
         )
+    return shape, count
+
+
+def _check_values(tensor, name: str, shape: tuple, count: int) -> None:
+    """Refuses values that do not fit the declared shape: ``tensor_content`` of another size
+    (or on a string tensor), or a typed field with more values than ``count`` (fewer are
+    completed by repeating the last, as ``tf.make_ndarray``)."""
+    dtype, field = _TYPES[name]
     if tensor.tensor_content:
         if dtype is object:
             raise _refuse("DT_STRING tensors carry their values in string_val.")
-        if len(tensor.tensor_content) != count * itemsize:
+        nbytes = count * np.dtype(dtype).itemsize
+        if len(tensor.tensor_content) != nbytes:
             raise _refuse(
                 f"tensor_content has {len(tensor.tensor_content)} bytes; shape {list(shape)} "
-                f"of {name} needs {count * itemsize}."
+                f"of {name} needs {nbytes}."
             )
     elif len(getattr(tensor, field)) > count:
         values = len(getattr(tensor, field))
         raise _refuse(f"{field} has {values} values; shape {list(shape)} holds {count}.")
-    return name, shape, count * itemsize
 
 
 def to_numpy(tensor) -> np.ndarray:
