@@ -57,7 +57,8 @@ class LockHeld(Exception):
 
 
 def describe(holder: dict) -> str:
-    """``"pid 12 on host, since 2024-01-02 03:04:05"``, or ``"holder unknown"``."""
+    """``"pid <pid> on <host>, since <local start time, %Y-%m-%d %H:%M:%S>"``, or
+    ``"holder unknown"``."""
     if "pid" not in holder:
         return "holder unknown"
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
