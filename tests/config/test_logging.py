@@ -113,3 +113,25 @@ def test_dependency_loggers_are_quieted_unless_their_level_was_set(monkeypatch):
     assert platform.quiet_dependency_logs() == ["test_logging.unset"]
     assert (unset.level, chatty.level, silent.level) == (logging.WARNING, logging.INFO, 50)
     assert platform.quiet_dependency_logs() == []
+
+
+def test_tf_logging_prints_each_record_once_whoever_configures_the_root_logger(capsys):
+    import estimator.compat.v1 as tf
+
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    estimator_logger = logging.getLogger("estimator")
+    saved_level = estimator_logger.level
+    try:
+        root.handlers = []
+        tf.logging.set_verbosity(tf.logging.INFO)
+        estimator_logger.info("alone")  # nothing configured: tf.logging's handler prints
+        assert capsys.readouterr().err.count("alone") == 1
+        root.addHandler(logging.StreamHandler(sys.stderr))  # basicConfig, or absl's run
+        estimator_logger.info("configured")  # printed by the root's handler only
+        assert capsys.readouterr().err.count("configured") == 1
+    finally:
+        root.handlers = saved
+        estimator_logger.setLevel(saved_level)
+        for logger in (estimator_logger, logging.getLogger("tensorflow")):
+            logger.handlers = [h for h in logger.handlers if type(h).__name__ != "_UntilConfigured"]

@@ -2,7 +2,8 @@
 
 Messages go to the ``"tensorflow"`` logger, as TF's; ``set_verbosity`` sets its level and
 that of the Estimator's own ``"estimator"`` logger (what TF 1 programs do to see the loss
-every 100 steps), adding a stderr handler to each when none is configured.
+every 100 steps), each with a stderr handler that prints while the root logger has none
+(so a record is printed once, whether or not the program or absl configures logging).
 """
 
 from __future__ import annotations
@@ -45,12 +46,23 @@ _ESTIMATOR = _logging.getLogger("estimator")
 _counts: dict[tuple, int] = {}
 
 
+class _UntilConfigured(_logging.StreamHandler):
+    """A stderr handler that prints only while the root logger has no handler: once the
+    program (``logging.basicConfig``) or absl (``tf.app.run``) gives the root one, records
+    reach it by propagation and are not printed twice."""
+
+    def emit(self, record: _logging.LogRecord) -> None:
+        if not _logging.getLogger().handlers:
+            super().emit(record)
+
+
 def set_verbosity(v: int) -> None:
-    """``tf.logging.set_verbosity``: the level of TF's and the Estimator's loggers."""
+    """``tf.logging.set_verbosity``: the level of TF's and the Estimator's loggers, each
+    given a stderr handler that prints while nothing else is configured."""
     for logger in (_LOGGER, _ESTIMATOR):
         logger.setLevel(v)
-        if not logger.handlers and not _logging.getLogger().handlers:
-            handler = _logging.StreamHandler(sys.stderr)
+        if not any(isinstance(h, _UntilConfigured) for h in logger.handlers):
+            handler = _UntilConfigured(sys.stderr)
             handler.setFormatter(_logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
             logger.addHandler(handler)
 
