@@ -63,12 +63,14 @@ def safe_embedding_lookup(
     if max_norm is not None:
         norm = jnp.linalg.norm(rows, axis=-1, keepdims=True)
         rows = rows * jnp.where(norm > max_norm, max_norm / jnp.maximum(norm, 1e-30), 1.0)
-    total = jnp.einsum("bk,bkd->bd", w, rows)
+    # Elementwise with a sum, not an einsum: XLA fuses it with the lookup (a batched
+    # matrix-vector product has no reuse for a dot to exploit).
+    total = jnp.sum(w[..., None] * rows, axis=1)
+    if combiner == "sum":
+        return total  # an example without ids sums nothing: 0
     if combiner == "mean":
         denominator = jnp.sum(w, axis=1)
-    elif combiner == "sqrtn":
-        denominator = jnp.sqrt(jnp.sum(w * w, axis=1))
     else:
-        denominator = jnp.ones(ids.shape[:1], params.dtype)
+        denominator = jnp.sqrt(jnp.sum(w * w, axis=1))
     combined = total / jnp.where(denominator > 0, denominator, 1)[:, None]
     return jnp.where(jnp.any(valid, axis=1)[:, None], combined, 0)

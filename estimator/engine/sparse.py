@@ -21,9 +21,18 @@ a table-sized gradient:
    :func:`scatter` writes the new rows and slots back (past the table: dropped). Entries of
    the same row carry the same values, so the order of the writes does not matter.
 
-Per step this costs O(ids in the batch) for each table, whatever its size. SGD, Adagrad and
-FTRL leave a row without gradient unchanged, so the result equals the dense update (TF's
-sparse kernels are the reference; ``tests/engine/test_sparse_updates.py``).
+Per step this costs O(ids in the batch) for each table, whatever its size, plus the
+summing of equal ids (O(ids²) up to ``MATMUL_MAX_IDS`` ids, then a sort), in a dozen small
+operations per table. A table of at most ``WHOLE_ROWS_PER_ID`` rows per looked-up id is
+cheaper to update whole, with the same result (:func:`whole_tables`): it is differentiated
+as a dense variable (its lookups are plain gathers, whose gradient XLA adds into the
+table), ``train_op.update`` runs on the whole table and its slots, and only the rows the
+step looked up take the new values (a row mask from the lookups' ids; the others keep theirs
+bit for bit), in a few elementwise passes that XLA fuses, and the program has fewer
+operations to compile (``benchmarks/census_vs_hand_written.py`` measures the census
+tables). SGD, Adagrad and FTRL leave a row without gradient unchanged, so either result
+equals the dense update (TF's sparse kernels are the reference;
+``tests/engine/test_sparse_updates.py``).
 """
 
 from __future__ import annotations
@@ -40,12 +49,15 @@ from estimator.model.rows import RowAccess
 from estimator.model.train_op import row_wise
 
 __all__ = [
+    "WHOLE_ROWS_PER_ID",
     "InitLookups",
     "Rows",
     "gather",
+    "looked_up_only",
     "plan",
     "plan_from_init",
     "scatter",
+    "whole_tables",
     "zero_deltas",
 ]
 
@@ -172,30 +184,55 @@ def zero_deltas(tables: dict[str, int], trainable: dict) -> dict:
 class Rows(NamedTuple):
     """The rows of a step's tables (internal): which rows, and the optimizer's view."""
 
-    index: dict  # {name: int32 [n_ids]}: unique row ids, padded with len(table) (dropped)
-    params: dict  # {name: [n_ids, *row]}: those rows of each table
-    grads: dict  # {name: [n_ids, *row]}: their summed gradients
+    index: dict  # {name: int32 [n_ids]}: unique row ids, padded with len(table) (dropped);
+    # for a table updated whole: bool [len(table)], the rows looked up
+    params: dict  # {name: [n_ids, *row]}: those rows of each table (not the whole tables)
+    grads: dict  # {name: [n_ids, *row]}: their summed gradients (likewise)
     state: object  # train_op's state with each table's slots cut to the rows
-    slots: tuple  # ((leaf index, name), ...): the slot leaves that were cut
+    slots: tuple  # ((leaf index, name), ...): the slot leaves that were cut, or masked
+    whole: frozenset = frozenset()  # the tables updated whole (whole_tables)
 
 
-def gather(trainable: dict, opt_state, delta_grads: dict, ids: dict) -> Rows:
-    """Deduplicates each table's looked-up ids and gathers rows, gradients and slots.
+#: A table of at most this many rows per id a step looks up in it is updated whole, under
+#: a mask of the looked-up rows, rather than row by row (see the module docstring).
+WHOLE_ROWS_PER_ID = 16
+
+
+def whole_tables(tables: dict[str, int], trainable: dict) -> frozenset:
+    """The tables of a sparse plan (``{name: ids per step}``) that a step updates whole
+    under a row mask: those of at most ``WHOLE_ROWS_PER_ID`` rows per looked-up id, for
+    which that costs less than gathering and scattering their rows."""
+    return frozenset(
+        name
+        for name, count in tables.items()
+        if trainable[name].shape[0] <= WHOLE_ROWS_PER_ID * count
+    )
+
+
+def gather(
+    trainable: dict, opt_state, delta_grads: dict, ids: dict, whole: frozenset = frozenset()
+) -> Rows:
+    """Deduplicates each table's looked-up ids and gathers rows, gradients and slots; for
+    a table in ``whole`` (differentiated as a dense variable), the mask of its looked-up
+    rows instead.
 
     Args:
       trainable: ``{name: array}`` including the tables.
       opt_state: ``train_op``'s state for ``trainable``.
-      delta_grads: ``{name: [n_ids, *row]}``: the gradient of each lookup slot.
+      delta_grads: ``{name: [n_ids, *row]}``: the gradient of each lookup slot (the tables
+        updated row by row).
       ids: ``{name: int32 [n_ids]}``: the looked-up ids in the same order (out of range:
-        no row).
+        no row), of every table.
+      whole: the tables updated whole (:func:`whole_tables`).
     """
     index, params, grads = {}, {}, {}
+    for name in whole:
+        size = trainable[name].shape[0]
+        index[name] = jnp.zeros(size, bool).at[_row_keys(ids[name], size)].set(True, mode="drop")
     for name, slot_grads in delta_grads.items():
         table = trainable[name]
         size = table.shape[0]
-        flat = ids[name]
-        key = jnp.where((flat >= 0) & (flat < size), flat, size)
-        index[name], grads[name] = _sum_equal_ids(key, slot_grads)
+        index[name], grads[name] = _sum_equal_ids(_row_keys(ids[name], size), slot_grads)
         params[name] = table.at[index[name]].get(mode="clip")
     leaves, treedef = jax.tree_util.tree_flatten_with_path(opt_state)
     cut, slots = [], []
@@ -203,10 +240,16 @@ def gather(trainable: dict, opt_state, delta_grads: dict, ids: dict) -> Rows:
         name = _table_of(path, leaf, trainable, index)
         if name is None:
             cut.append(leaf)
-        else:
-            cut.append(leaf.at[index[name]].get(mode="clip"))
-            slots.append((i, name))
-    return Rows(index, params, grads, jax.tree.unflatten(treedef, cut), tuple(slots))
+            continue
+        cut.append(leaf if name in whole else leaf.at[index[name]].get(mode="clip"))
+        slots.append((i, name))
+    state = jax.tree.unflatten(treedef, cut)
+    return Rows(index, params, grads, state, tuple(slots), whole)
+
+
+def _row_keys(flat: jax.Array, size: int) -> jax.Array:
+    """Each looked-up id, with those out of range pointing past the table (dropped)."""
+    return jnp.where((flat >= 0) & (flat < size), flat, size)
 
 
 #: Up to this many ids a step sums the gradients of equal ids with an [n, n] equality
@@ -239,13 +282,36 @@ def _table_of(path, leaf, trainable: dict, index: dict) -> str | None:
     return None
 
 
+def looked_up_only(rows: Rows, params: dict, opt_state, new_params: dict, new_state) -> tuple:
+    """``(new_params, new_state)`` where each table updated whole keeps its old values
+    (``params``, ``opt_state``) in the rows the step did not look up: the optimizer's
+    elementwise update and this select fuse into one pass over the table."""
+
+    def keep(name, old, new):
+        mask = rows.index[name].reshape((-1,) + (1,) * (old.ndim - 1))
+        return jnp.where(mask, new, old)
+
+    new_params = {
+        name: keep(name, params[name], value) if name in rows.whole else value
+        for name, value in new_params.items()
+    }
+    old = jax.tree.leaves(opt_state)
+    new, treedef = jax.tree.flatten(new_state)
+    for i, name in rows.slots:
+        if name in rows.whole:
+            new[i] = keep(name, old[i], new[i])
+    return new_params, jax.tree.unflatten(treedef, new)
+
+
 def scatter(rows: Rows, trainable: dict, opt_state, new_params: dict, new_state) -> tuple:
-    """``(trainable, opt_state)`` with the new rows and slot rows written back."""
+    """``(trainable, opt_state)`` with the new rows and slot rows of the tables updated
+    row by row written back (``new_params``: those tables' rows)."""
     trainable = dict(trainable)
     for name, value in new_params.items():
         trainable[name] = trainable[name].at[rows.index[name]].set(value, mode="drop")
     full = jax.tree.leaves(opt_state)
     new, treedef = jax.tree.flatten(new_state)
     for i, name in rows.slots:
-        new[i] = full[i].at[rows.index[name]].set(new[i], mode="drop")
+        if name not in rows.whole:
+            new[i] = full[i].at[rows.index[name]].set(new[i], mode="drop")
     return trainable, jax.tree.unflatten(treedef, new)

@@ -250,11 +250,19 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     trace shows how it used them."""
     known = model.init_lookups.get(ModeKeys.TRAIN, frozenset())
     tables = _sparse_tables(model, state, features, labels)
-    dense = {k: v for k, v in state.trainable.items() if k not in tables}
+    # Small tables are differentiated whole, as dense variables; their lookups' ids give
+    # the rows the step updates (estimator.engine.sparse.whole_tables).
+    whole = sparse.whole_tables(tables, state.trainable)
+    dense = {k: v for k, v in state.trainable.items() if k not in tables or k in whole}
 
     def loss_fn(dense, deltas):
-        access = RowAccess(deltas=deltas, recorded=bool(model.unchecked)) if tables else None
-        trainable = {**state.trainable, **dense, **row_plan.mark(model, state.trainable, tables)}
+        access = (
+            RowAccess(deltas=deltas, whole=whole, recorded=bool(model.unchecked))
+            if tables
+            else None
+        )
+        marked = row_plan.mark(model, {**state.trainable, **dense}, tables)
+        trainable = {**state.trainable, **dense, **marked}
         spec, frame, outputs, info = _run(
             model, ModeKeys.TRAIN, state, features, labels, trainable, access, metrics
         )
@@ -275,12 +283,15 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         aux = (spec.loss, non_trainable, outputs, info, ids, batch_metrics, opt_state)
         return objective, aux
 
+    by_rows = {name: count for name, count in tables.items() if name not in whole}
     (_, aux), (grads, delta_grads) = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True)(
-        dense, sparse.zero_deltas(tables, state.trainable)
+        dense, sparse.zero_deltas(by_rows, state.trainable)
     )
     loss, non_trainable, outputs, info, ids, batch_metrics, old_opt_state = aux
     stats = _train_stats(model, state, features, labels, batch_metrics, loss) if metrics else None
-    rows = sparse.gather(state.trainable, old_opt_state, delta_grads, ids) if tables else None
+    rows = (
+        sparse.gather(state.trainable, old_opt_state, delta_grads, ids, whole) if tables else None
+    )
     params = dense if rows is None else {**dense, **rows.params}
     opt_state = old_opt_state if rows is None else rows.state
     if rows is not None:
@@ -288,7 +299,12 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
 
     def apply(_):
         updates, new_opt_state = info.train_op.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), non_trainable, new_opt_state
+        new_params = optax.apply_updates(params, updates)
+        if rows is not None and rows.whole:
+            new_params, new_opt_state = sparse.looked_up_only(
+                rows, params, opt_state, new_params, new_opt_state
+            )
+        return new_params, non_trainable, new_opt_state
 
     def skip(_):
         return params, state.non_trainable, opt_state
@@ -301,8 +317,8 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     finite = jnp.isfinite(loss)
     healthy = finite & (state.non_finite_step < 0)
     trainable, non_trainable, opt_state = jax.lax.cond(healthy, apply, skip, None)
-    if rows is not None:
-        new_rows = {name: trainable.pop(name) for name in tables}
+    if rows is not None and len(rows.whole) < len(tables):
+        new_rows = {name: trainable.pop(name) for name in tables if name not in rows.whole}
         full, opt_state = sparse.scatter(rows, state.trainable, old_opt_state, new_rows, opt_state)
         trainable = {**full, **trainable}
     new_state = TrainState(

@@ -51,6 +51,9 @@ class RowAccess:
         the table (``lax.optimization_barrier``, kept in :attr:`reads`), so the init run's
         traced program shows whether the table is used otherwise
         (``estimator.engine.sparse.plan_from_init``).
+      whole: differentiated run: the tables differentiated whole (as dense variables)
+        whose lookups' ids are recorded (the rows the step updates: see
+        ``estimator.engine.sparse.whole_tables``); their lookups are plain gathers.
       recorded: differentiated run whose ``deltas`` follow a plan a checkpoint recorded,
         not yet checked against this ``model_fn``: another number of ids raises
         :class:`PlanMismatch`, not ``RuntimeError``.
@@ -67,11 +70,13 @@ class RowAccess:
         shadows: dict | None = None,
         deltas: dict | None = None,
         tagged: bool = False,
+        whole: frozenset = frozenset(),
         recorded: bool = False,
     ) -> None:
         self.shadows = shadows
         self.deltas = deltas
         self.tagged = tagged
+        self.whole = whole
         self.recorded = recorded
         self.ids: dict[str, list] = {}
         self.shapes: dict[str, list] = {}
@@ -91,6 +96,10 @@ class RowAccess:
                 return None
             self.shapes.setdefault(name, []).append(tuple(ids.shape))
             return _gather(self.shadows[name], ids)
+        if name in self.whole:
+            self.ids.setdefault(name, []).append(ids.reshape(-1))
+            with jax.named_scope(LOOKUP_SCOPE):
+                return _gather(table, ids)
         if self.deltas is None or name not in self.deltas:
             return None
         delta = self.deltas[name]
@@ -132,8 +141,22 @@ def _valid(ids: jax.Array, table: jax.Array) -> jax.Array:
 
 
 def _gather(table: jax.Array, ids: jax.Array) -> jax.Array:
-    rows = jnp.take(table, ids, axis=0, mode="fill", fill_value=0)
-    return jnp.where(_valid(ids, table).reshape(ids.shape + (1,) * (table.ndim - 1)), rows, 0)
+    """``table[ids]`` with zeros for ids outside ``[0, len(table))``, negative ones too: one
+    gather (``FILL_OR_DROP``, which never wraps a negative index as NumPy indexing does),
+    whose gradient drops those ids."""
+    dims = jax.lax.GatherDimensionNumbers(
+        offset_dims=tuple(range(ids.ndim, ids.ndim + table.ndim - 1)),
+        collapsed_slice_dims=(0,),
+        start_index_map=(0,),
+    )
+    return jax.lax.gather(
+        table,
+        ids[..., None],
+        dims,
+        slice_sizes=(1, *table.shape[1:]),
+        mode=jax.lax.GatherScatterMode.FILL_OR_DROP,
+        fill_value=0,
+    )
 
 
 def lookup_rows(params: jax.typing.ArrayLike, ids: jax.typing.ArrayLike) -> jax.Array:
