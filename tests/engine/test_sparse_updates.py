@@ -1,10 +1,12 @@
 """Sparse updates of lookup tables.
 
 Tables read only through lookups are trained row by row: gradients for the looked-up rows,
-the optimizer applied to those rows and their slots, scattered back. For SGD, Adagrad and
-FTRL a row without gradient does not change under the dense update either, so both paths
-must give the same variables and slots; the dense reference here is the same optimizer with
-its row-wise mark stripped (a plain ``optax.GradientTransformation``).
+the optimizer applied to those rows and their slots, scattered back; small tables are
+updated whole under a mask of the looked-up rows instead (``WHOLE_ROWS_PER_ID``), with the
+same result. For SGD, Adagrad and FTRL a row without gradient does not change under the
+dense update either, so every path must give the same variables and slots; the dense
+reference here is the same optimizer with its row-wise mark stripped (a plain
+``optax.GradientTransformation``).
 """
 
 import jax
@@ -88,8 +90,40 @@ def row_tables(model):
     return model.runtime.compiler(est.ModeKeys.TRAIN).info.row_tables
 
 
+@pytest.fixture(params=["whole", "rows"])
+def strategy(request, monkeypatch):
+    """Each table updated whole under a row mask (the tables here are small), or row by
+    row (gathered and scattered), as a table of more than ``WHOLE_ROWS_PER_ID`` rows per
+    looked-up id is."""
+    if request.param == "rows":
+        monkeypatch.setattr(sparse_engine, "WHOLE_ROWS_PER_ID", 0)
+    return request.param
+
+
+def test_small_tables_are_updated_whole_without_summing_equal_ids(tmp_path):
+    # 50, 5, 30, 70 and 4 rows, 32 to 96 ids a step: at most 16 rows per id, so every table
+    # is updated whole under a mask of its looked-up rows; the step has no [ids, ids]
+    # equality matrix (a dot) or sort to sum the gradients of equal ids.
+    model = canned.LinearClassifier(
+        linear_columns(), str(tmp_path), config=est.RunConfig(tf_random_seed=1)
+    )
+    train(model, steps=2)
+    assert len(row_tables(model)) == 5  # still TF's sparse semantics (see the FTRL tests)
+    (program,) = [
+        p.executable
+        for key, p in model.runtime.compiler(est.ModeKeys.TRAIN)._queue._programs.items()
+        if key[0] == "step"
+    ]
+    hlo = program.as_text()
+    assert " dot(" not in hlo and " sort(" not in hlo
+    # 64 rows for 4 ids is 16 per id: whole; 65 rows: row by row.
+    assert sparse_engine.whole_tables(
+        {"a": 4, "b": 4}, {"a": np.zeros(64), "b": np.zeros(65)}
+    ) == frozenset({"a"})
+
+
 @pytest.mark.slow
-def test_linear_classifier_row_updates_equal_the_dense_ftrl(tmp_path):
+def test_linear_classifier_row_updates_equal_the_dense_ftrl(tmp_path, strategy):
     config = est.RunConfig(tf_random_seed=1)
     sparse = canned.LinearClassifier(linear_columns(), str(tmp_path / "s"), config=config)
     plain = canned.LinearClassifier(
@@ -202,11 +236,15 @@ def embedding_input(epochs=3):
 
 
 @pytest.mark.parametrize(
-    "dense_use, sort", [(False, False), (False, True), (True, False)], ids=["eq", "sort", "dense"]
+    "dense_use, rows, sort",
+    [(False, False, False), (False, True, False), (False, True, True), (True, False, False)],
+    ids=["whole", "eq", "sort", "dense"],
 )
 def test_embedding_lookup_with_sparse_updates_equals_the_dense_adagrad(
-    tmp_path, monkeypatch, dense_use, sort
+    tmp_path, monkeypatch, dense_use, rows, sort
 ):
+    if rows:  # row by row, as a large table (20 rows for 32 ids a step is updated whole)
+        monkeypatch.setattr(sparse_engine, "WHOLE_ROWS_PER_ID", 0)
     if sort:  # equal ids summed by sorting (large batches) instead of an equality matrix
         monkeypatch.setattr(sparse_engine, "MATMUL_MAX_IDS", 0)
     sparse = embedding_estimator(tmp_path, "s", est.sparse_updates(optax.adagrad(0.1)), dense_use)
@@ -249,7 +287,7 @@ def test_optimizers_that_move_rows_without_gradient_need_lazy(tmp_path):
     assert np.abs(lazy[1][:4] - lazy[0][:4]).min() > 1e-3
 
 
-def test_ftrl_rows_not_looked_up_keep_their_values_as_tfs_sparse_kernel(tmp_path):
+def test_ftrl_rows_not_looked_up_keep_their_values_as_tfs_sparse_kernel(tmp_path, strategy):
     # A table that starts non-zero: TF's SparseApplyFtrl never touches rows absent from the
     # batch; the dense FTRL recomputes every row from z = 0 and so sets them to 0.
     def model_fn(features, labels, mode, params):
@@ -267,7 +305,7 @@ def test_ftrl_rows_not_looked_up_keep_their_values_as_tfs_sparse_kernel(tmp_path
     np.testing.assert_array_equal(run("dense", dense(canned.ftrl(0.2))), np.zeros(8))
 
 
-def test_a_non_finite_loss_leaves_tables_and_slots_unchanged(tmp_path):
+def test_a_non_finite_loss_leaves_tables_and_slots_unchanged(tmp_path, strategy):
     targets = TARGETS.copy()
     targets[20] = np.nan  # in the second batch of 16
     e = embedding_estimator(tmp_path, "nan", est.sparse_updates(optax.adagrad(0.1)))
