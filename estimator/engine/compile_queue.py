@@ -7,7 +7,9 @@ evaluation's finalize) goes through :class:`CompileQueue.program`:
    uses asked (``estimator.engine.compile_policy``: ``ONCE`` < ``FEW`` < ``MANY``), else a
    compile of it in flight, else a new claim;
 2. **trace and lower** in the calling thread, outside the lock (``model_fn`` runs in the
-   thread that asked, never in two threads at once for one claim);
+   thread that asked, never in two threads at once for one claim); what the lowering said
+   of the program (its ``meta``) is available from then on (:meth:`CompileQueue.meta`), while
+   it compiles;
 3. **compile**, in the calling thread or in a background thread (XLA compiles without the
    GIL, on another core), outside the lock;
 4. **publish** (under the lock): the program replaces one compiled for fewer uses; every
@@ -60,6 +62,7 @@ class CompileQueue:
         self._lock = threading.Lock()
         self._programs: dict = {}
         self._pending: dict = {}  # (key, runs) -> Future of the Program
+        self._metas: dict = {}  # (key, runs) -> Future of the meta, set once lowered
         self.compiled: collections.Counter = collections.Counter()
 
     def known(self, key) -> bool:
@@ -101,14 +104,51 @@ class CompileQueue:
             if isinstance(future, Program):
                 return future
             return None if background else future.result()
+        lowered, meta, options = self._lower(key, runs, future, lower, background)
+        if lowered is None:
+            return None
+
+        self._compile(key, runs, future, lowered, meta, options, background=background)
+        return None if background else future.result()
+
+    def meta(self, key, runs: int, lower: Lower):
+        """What the lowering of the program of ``key`` (compiled for at least ``runs`` uses)
+        said of it, without waiting for its compile: from the cached program; else from a
+        compile in flight once it is lowered; else ``lower()`` runs in this thread and the
+        program compiles in a background thread (a call that runs it waits for it there).
+
+        Raises:
+          Whatever lowering raised (a compile's failure raises in the call that needs the
+          program).
+        """
+        future, owner = self._claim(key, runs)
+        if not owner:
+            if isinstance(future, Program):
+                return future.meta
+            with self._lock:
+                pending = self._metas.get(self._pending_key(future))
+            if pending is None:  # published since the claim
+                return future.result().meta
+            return pending.result()
+        lowered, meta, options = self._lower(key, runs, future, lower, background=False)
+        self._compile(key, runs, future, lowered, meta, options, background=True)
+        return meta
+
+    def _lower(self, key, runs: int, future, lower: Lower, background: bool) -> tuple:
+        """``lower()`` for a claim, its meta published to :meth:`meta`'s callers;
+        ``(None, None, None)`` when it failed in the background."""
         try:
             lowered, meta, options = lower()
         except BaseException as err:
             self._fail(key, runs, future, err)
             if background:
-                return None
+                return None, None, None
             raise
+        with self._lock:
+            self._metas[(key, runs)].set_result(meta)
+        return lowered, meta, options
 
+    def _compile(self, key, runs, future, lowered, meta, options, *, background: bool) -> None:
         def compile_and_publish() -> None:
             try:
                 executable = lowered.compile(compiler_options=options)
@@ -119,9 +159,14 @@ class CompileQueue:
 
         if background:
             start_thread(compile_and_publish, f"compile {key[0]}")
-            return None
-        compile_and_publish()
-        return future.result()
+        else:
+            compile_and_publish()
+
+    def _pending_key(self, future):
+        for claim, pending in self._pending.items():
+            if pending is future:
+                return claim
+        return None
 
     def _claim(self, key, runs: int) -> tuple[Any, bool]:
         """``(program or future, owner)``: a program compiled for at least ``runs``, else
@@ -134,11 +179,15 @@ class CompileQueue:
             if in_flight:
                 return self._pending[(key, max(in_flight))], False
             future = self._pending[(key, runs)] = concurrent.futures.Future()
+            self._metas[(key, runs)] = concurrent.futures.Future()
         return future, True
 
     def _fail(self, key, runs: int, future, err: BaseException) -> None:
         with self._lock:
             del self._pending[(key, runs)]  # a later call tries again
+            meta = self._metas.pop((key, runs))
+        if not meta.done():
+            meta.set_exception(err)
         future.set_exception(err)
 
     def _publish(self, key, runs: int, future, program: Program) -> None:
@@ -147,5 +196,6 @@ class CompileQueue:
             if known is None or known.runs < runs:
                 self._programs[key] = program
             del self._pending[(key, runs)]
+            del self._metas[(key, runs)]
             self.compiled[key[0]] += 1
         future.set_result(program)

@@ -275,6 +275,11 @@ class StepCompiler:
         ``(StepInfo, stacked)``."""
         key = signature(batch) if key is None else key
         runs = plan.runs(key)
+        lower = self._lower_step(leading, batch, key, runs)
+        return self._queue.program(("step", key), runs, lower, background=background)
+
+    def _lower_step(self, leading: tuple, batch, key: tuple, runs: int):
+        """The ``lower()`` of the step program for ``batch``'s signature ``key``."""
 
         def lower():
             stacked = self.stacks(batch)
@@ -287,7 +292,7 @@ class StepCompiler:
                 self._fresh.add(key)
             return traced.lower(), (traced.out_info[-1], stacked), compile_options(runs)
 
-        return self._queue.program(("step", key), runs, lower, background=background)
+        return lower
 
     def precompile(self, leading: tuple, batch, plan: RunPlan) -> None:
         """Prepares the program for ``batch``'s signature, as ``plan`` needs it: traces and
@@ -300,10 +305,13 @@ class StepCompiler:
         self._step_program(leading, batch, plan, background=True)
 
     def prepare_run(self, *args, plan: RunPlan = MANY_RUNS) -> StepInfo:
-        """Readies a ``train``/``evaluate``/``predict`` call: compiles the program for
+        """Readies a ``train``/``evaluate``/``predict`` call: traces the program for
         ``args`` (the leading arguments and the first batch) when its signature is new
-        (as ``plan`` needs it), and returns (and keeps in :attr:`info`) the hooks
-        ``model_fn`` gives this call.
+        (as ``plan`` needs it) and returns (and keeps in :attr:`info`) the hooks
+        ``model_fn`` gives this call, without waiting for the program's compile: the
+        call's set-up (hooks' ``begin``, the initial state, the first checkpoint) runs
+        while XLA compiles on another core, and the first step waits for it (a compile's
+        failure raises there).
 
         TF calls ``model_fn`` on every call and runs the hooks it returns. A new signature's
         trace gives them. A known signature whose ``model_fn`` returned hooks is traced
@@ -313,7 +321,9 @@ class StepCompiler:
         """
         leading, batch = args[: self.program.leading], args[self.program.leading :]
         key = signature(batch)
-        info = self._step_program(leading, batch, plan, background=False, key=key).meta[0]
+        runs = plan.runs(key)
+        lower = self._lower_step(leading, batch, key, runs)
+        info = self._queue.meta(("step", key), runs, lower)[0]
         # Whether model_fn ran in this call's trace of the program (in precompile or just
         # now), not whether the program was compiled by now: its background compile may
         # have finished since this call traced it.

@@ -71,6 +71,25 @@ def test_lowering_happens_in_the_caller_and_a_background_compile_is_awaited():
     assert queue.compiled == {"init": 1}
 
 
+def test_a_programs_meta_is_given_while_it_compiles():
+    # meta() lowers in the caller and returns what the lowering said while XLA compiles
+    # (gated here); the program itself is waited for by the call that runs it.
+    queue, log, gate = CompileQueue(), [], threading.Event()
+    assert queue.meta(("step", "a"), MANY, lowering("a", log, gate=gate)) == {"meta": "a"}
+    assert queue.in_flight() == 1 and queue.compiled["step"] == 0
+    # Asked again (the compile still gated): the same meta, nothing lowered again.
+    assert queue.meta(("step", "a"), MANY, lowering("b", log)) == {"meta": "a"}
+    assert log == [("a", threading.current_thread().name)]
+    gate.set()
+    program = queue.program(("step", "a"), MANY, lowering("c", log))
+    assert program.executable.startswith("a compiled") and queue.compiled["step"] == 1
+    assert queue.meta(("step", "a"), FEW, lowering("d", log)) == {"meta": "a"}  # cached
+    # A failed compile raises in the call that runs the program, not in meta().
+    assert queue.meta(("step", "f"), MANY, lowering("f", log, fail=True)) == {"meta": "f"}
+    with pytest.raises(RuntimeError, match="XLA failed on f"):
+        queue.program(("step", "f"), MANY, lowering("f", log, fail=True))
+
+
 def test_concurrent_callers_compile_once():
     queue, log, gate = CompileQueue(), [], threading.Event()
     results = []
