@@ -51,6 +51,9 @@ def safe_embedding_lookup(
     """
     check_combiner(combiner)
     ids = jnp.asarray(ids, jnp.int32)
+    if weights is None and combiner == "sum" and max_norm is None:
+        # lookup_rows gives zeros for ids < 0: the sum needs no mask.
+        return jnp.sum(lookup_rows(params, ids), axis=1)
     valid = ids >= 0
     if weights is None:
         w = jnp.ones(ids.shape, params.dtype)

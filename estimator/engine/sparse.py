@@ -227,8 +227,7 @@ def gather(
     """
     index, params, grads = {}, {}, {}
     for name in whole:
-        size = trainable[name].shape[0]
-        index[name] = jnp.zeros(size, bool).at[_row_keys(ids[name], size)].set(True, mode="drop")
+        index[name] = _looked_up(ids[name], trainable[name].shape[0])
     for name, slot_grads in delta_grads.items():
         table = trainable[name]
         size = table.shape[0]
@@ -245,6 +244,21 @@ def gather(
         slots.append((i, name))
     state = jax.tree.unflatten(treedef, cut)
     return Rows(index, params, grads, state, tuple(slots), whole)
+
+
+def _looked_up(flat: jax.Array, size: int) -> jax.Array:
+    """bool [size]: the rows ``flat`` looks up (ids out of range, negative ones too, look
+    up none: a ``FILL_OR_DROP`` scatter drops them without wrapping)."""
+    dims = jax.lax.ScatterDimensionNumbers(
+        update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+    )
+    return jax.lax.scatter(
+        jnp.zeros(size, bool),
+        flat[:, None],
+        jnp.ones(flat.shape, bool),
+        dims,
+        mode=jax.lax.GatherScatterMode.FILL_OR_DROP,
+    )
 
 
 def _row_keys(flat: jax.Array, size: int) -> jax.Array:
