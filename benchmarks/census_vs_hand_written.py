@@ -58,6 +58,7 @@ import importlib.util
 import json
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -318,6 +319,9 @@ class Ours:
             )
         )
 
+    def close(self) -> None:
+        shutil.rmtree(self.model_dir, ignore_errors=True)
+
     def probabilities(self, _data: dict) -> np.ndarray:
         import estimator as est
 
@@ -442,6 +446,8 @@ def cold_child(side: str, kind: str, seed: int, directory: str) -> None:
         model.train(COLD_EPOCHS)
         cold = time.perf_counter() - start
     accuracy, auc = accuracy_auc(model.probabilities(test), test_labels(census, raw))
+    if side == "ours":
+        model.close()
     print(json.dumps({"cold_s": cold, "accuracy": accuracy, "auc": auc, "encode_s": encoding}))
 
 
@@ -451,12 +457,14 @@ def test_labels(census, raw: tuple) -> np.ndarray:
 
 def run_cold(side: str, kind: str, seed: int, directory: str) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env["JAX_ESTIMATOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_cold_cache_")
+    cache = tempfile.mkdtemp(prefix="bench_cold_cache_")
+    env["JAX_ESTIMATOR_CACHE_DIR"] = cache
     env["KERAS_BACKEND"] = "jax"
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     command = [sys.executable, os.path.abspath(__file__), "--cold-child", side, kind]
     command += ["--seed", str(seed), "--data-dir", directory]
     out = subprocess.run(command, capture_output=True, text=True, env=env)
+    shutil.rmtree(cache, ignore_errors=True)
     if out.returncode != 0:
         raise RuntimeError(f"cold run {side} {kind} failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -513,7 +521,8 @@ def main() -> None:
         cold_child(*args.cold_child, args.seed, directory)
         return
     os.environ.setdefault("KERAS_BACKEND", "jax")
-    os.environ["JAX_ESTIMATOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_xla_cache_")
+    cache = tempfile.mkdtemp(prefix="bench_xla_cache_")
+    os.environ["JAX_ESTIMATOR_CACHE_DIR"] = cache
     import jax
 
     census = load_census()
@@ -532,6 +541,7 @@ def main() -> None:
         if not args.no_steady:
             sides = {name: make_side(name, census, kind, raw, args.seed)[0] for name in side_names}
             steady = steady_rounds(sides, n, extra, args.rounds)
+            sides["ours"].close()
             del sides
         cold = {name: [] for name in side_names}
         if not args.no_cold:
@@ -541,6 +551,7 @@ def main() -> None:
                     cold[name].append(run_cold(name, kind, args.seed + r, directory))
         table[kind] = (steady, cold)
         report(kind, side_names, steady, cold, extra)
+    shutil.rmtree(cache, ignore_errors=True)
     print("\nRatios (ours / hand-written; ours / Keras), medians of the paired rounds' ratios:")
     for kind, (steady, cold) in table.items():
         line = f"  {kind:10s}"
