@@ -245,6 +245,9 @@ class RunConfig:
         ``steps_per_execution``). Hooks are still called at every step, in order; a hook
         that fetches a value or reads the state runs the queued steps first. Batches from
         ``input_fn`` must not be modified after they are yielded. 1 runs each step alone.
+        In a multi-process job every process runs the same calls, so hooks given to
+        ``train()`` must fetch at the same steps on every process (count steps, as
+        ``every_n_iter`` does, rather than each process's clock).
       save_checkpoint_on_preemption: keyword-only; on SIGTERM during ``train()``, finish
         the current step, save a checkpoint of it and raise ``SystemExit(143)`` (see
         ``estimator.engine.interrupt``). False keeps TF's behaviour: SIGTERM ends the process at

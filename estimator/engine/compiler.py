@@ -246,9 +246,12 @@ class StepCompiler:
         if stacked:
             return (*leading, _stack(batches, self.steps_per_call), count)
         if count < self.steps_per_call:
-            # Unused slots repeat the last batch, placed once: nothing more is transferred.
+            # Unused slots repeat the last batch, placed once: nothing more is transferred
+            # (a batch placed already, e.g. over a multi-process mesh, is used as it is).
             filler = batches[-1]
-            if not any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(filler)):
+            if not any(
+                isinstance(x, (jax.ShapeDtypeStruct, jax.Array)) for x in jax.tree.leaves(filler)
+            ):
                 filler = jax.device_put(filler)
             batches = [*batches, *[filler] * (self.steps_per_call - count)]
         return (*leading, tuple(batches), count)

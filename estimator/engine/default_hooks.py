@@ -6,7 +6,9 @@ given, ``EstimatorSpec.training_chief_hooks``, a ``StepCounterHook`` and a
 ``SummarySaverHook``), then the worker hooks (the caller's hooks, a ``NanTensorHook``, a
 ``LoggingTensorHook`` of loss and step every ``log_step_count_steps``, then
 ``EstimatorSpec.training_hooks``). The loop then orders the list by priority
-(``estimator.handlers.events.Dispatcher``): TF's hooks keep this order.
+(``estimator.handlers.events.Dispatcher``): TF's hooks keep this order. In a multi-process
+job the processes other than the chief also fetch values where the chief's reporting hooks
+do, so that ``steps_per_execution`` fuses the same steps on every process.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ def default_training_hooks(
       chief: whether this process is the job's chief.
       processes: JAX processes in the job. With several, every process saves checkpoints
         (an orbax save is collective: written once, each process its part), at steps all
-        agree on; the other chief hooks, and the loss logging, run on the chief alone.
+        agree on; the other chief hooks, and the loss logging, run on the chief alone, and
+        the other processes fetch values at the steps where the chief's do
+        (:func:`_chief_fetch_steps`).
 
     Raises:
       ValueError: listeners without a checkpoint saver (TF's message).
@@ -59,7 +63,9 @@ def default_training_hooks(
         # TF's MonitoredTrainingSession runs chief-only hooks (checkpoints, step counter,
         # summaries, EstimatorSpec.training_chief_hooks) on the chief alone; in a JAX
         # multi-process job every process takes part in the (collective) checkpoint save.
-        return (chief_hooks if processes > 1 else []) + worker_hooks
+        if processes == 1:
+            return worker_hooks
+        return chief_hooks + _chief_fetch_steps(config) + worker_hooks
     return chief_hooks + list(info.chief_hooks) + _chief_reporting(config) + worker_hooks
 
 
@@ -102,6 +108,20 @@ def _saver_hook(config, existing, saver, chief: bool, collective: bool) -> list[
         timer=SyncedTimer(timer, secs, config.log_step_count_steps or 100) if collective else None,
     )
     return [saver_hook]
+
+
+def _chief_fetch_steps(config) -> list[SessionRunHook]:
+    """What a process other than the chief runs in place of the chief's reporting hooks,
+    so that it asks for values at the same steps: with ``steps_per_execution`` > 1 a
+    process runs the steps queued since its last fetch in one call, and every process of a
+    job must run the same calls (each step's gradients are reduced across them). The
+    chief's ``LoggingTensorHook`` fetches at the steps of the ``NanTensorHook`` every
+    process runs (both every ``log_step_count_steps``); its ``SummarySaverHook`` every
+    ``save_summary_steps``, which a ``SummarySaverHook`` without an output directory
+    matches here: it fetches at those steps and writes nothing."""
+    if config.save_summary_steps and config.steps_per_execution > 1:
+        return [hooks_lib.SummarySaverHook(save_steps=config.save_summary_steps)]
+    return []
 
 
 def _chief_reporting(config) -> list[SessionRunHook]:

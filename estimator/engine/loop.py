@@ -50,13 +50,14 @@ class _QueuedRunner:
     (a ``lax.fori_loop``), so the per-call dispatch cost is shared; a step whose values a
     hook fetches, a read of the state (a checkpoint save) or the end of the loop runs the
     queue first. Every call, of one step or of many, runs the same compiled program (see
-    ``StepCompiler``): a batch shape compiles once.
+    ``StepCompiler``): a batch shape compiles once. ``steps_per_call`` (1 to the
+    compiler's) runs fewer steps per call than the compiler allows.
     """
 
-    def __init__(self, compiler: StepCompiler) -> None:
+    def __init__(self, compiler: StepCompiler, steps_per_call: int | None = None) -> None:
         self.compiler = compiler
         self.outputs: dict = {}
-        self.k = compiler.steps_per_call
+        self.k = steps_per_call or compiler.steps_per_call
         self.steps_run = 0  # steps run on the device (the queued ones not yet)
         self._pending: list = []
         self._shapes = None
@@ -97,8 +98,9 @@ class TrainRunner(_QueuedRunner):
         state: TrainState,
         plan: RunPlan = MANY_RUNS,
         metrics=None,
+        steps_per_call: int | None = None,
     ):
-        super().__init__(compiler)
+        super().__init__(compiler, steps_per_call)
         self.state = state
         self.plan = plan
         self.metrics = metrics

@@ -221,9 +221,33 @@ class Runtime:
 
     @property
     def steps_per_execution(self) -> int:
-        """``RunConfig.steps_per_execution``; 1 in a multi-process job, where every process
-        must run the same programs in the same order whatever its hooks fetch."""
-        return 1 if self.processes > 1 else self.config.steps_per_execution
+        """``RunConfig.steps_per_execution``, also in a multi-process job.
+
+        Every process of a job must run the same calls (each step reduces its gradients
+        across them), and they do so without a message: a call ends after that many steps,
+        at a step whose values a hook fetches or after which it reads the state (a
+        checkpoint save, also one a ``SyncedTimer`` decided; training metrics), at the last
+        step (``max_steps``, a stop every process requests) or at the end of the input
+        (``distribute.AgreedEnd``). Those are the same steps on every process as long as
+        every process's hooks fetch at the same steps: the processes other than the chief
+        fetch where the chief's reporting hooks do (``default_hooks``), and see
+        :meth:`_steps_per_call` for ``training_chief_hooks``."""
+        return self.config.steps_per_execution
+
+    def _steps_per_call(self, info) -> int | None:
+        """The most steps one train call runs in this ``train()`` call: None (the
+        compiler's, :attr:`steps_per_execution`), or 1 in a multi-process job whose
+        ``model_fn`` gave ``training_chief_hooks``: the chief alone runs them, and a
+        value one of them fetches would end a call on the chief alone."""
+        if self.processes == 1 or not info.chief_hooks or self.steps_per_execution == 1:
+            return None
+        logger.info(
+            "This multi-process job runs one step per call in this train(): the chief alone "
+            "runs the EstimatorSpec's training_chief_hooks, and the steps they fetch from "
+            "would end a fused call on the chief alone (steps_per_execution=%d otherwise).",
+            self.steps_per_execution,
+        )
+        return 1
 
     def _plan(self, prefetcher, first, few_runs: bool = False, most: int | None = None) -> RunPlan:
         """The call's :class:`RunPlan`: ``few_runs`` as given; ``once``, the signature of
@@ -359,7 +383,7 @@ class Runtime:
         state = self.states.read(
             compiler, first, latest, training=True, abstract=abstract, train_op=info.train_op
         )
-        runner = TrainRunner(compiler, state, plan, metrics=acc)
+        runner = TrainRunner(compiler, state, plan, acc, self._steps_per_call(info))
         session = self._session(ModeKeys.TRAIN, runner, state, events, info)
         if self._train_loop(session, events, prefetcher) == 0:
             logger.warning(_NO_STEPS)

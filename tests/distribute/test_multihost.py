@@ -360,6 +360,56 @@ def test_two_processes_train_as_one_with_four_devices(tmp_path, single, partitio
     assert len(list((model_dir / "eval").glob("events.out.tfevents.*"))) == 1
 
 
+# RunConfig(steps_per_execution=4, log_step_count_steps=100, save_checkpoints_steps=5,
+# save_summary_steps=7): a call ends after step 1 (the first logging, NaN check and summary
+# fetch), at the saves of steps 5 and 10, at the summary of step 8 (the chief's summary
+# hook: the worker fetches there too), after 4 steps, and at the last step.
+FUSED = ("--steps-per-execution", "4", "--log-steps", "100", "--save-steps", "5")
+FUSED += ("--summary-steps", "7")
+# Checkpoints every 1 ms, decided every 4 steps (log_step_count_steps) by the chief's clock
+# (SyncedTimer): saves at 4, 8 and 12, NaN checks and logging after steps 1, 5 and 9.
+FUSED_SECS = ("--steps-per-execution", "4", "--log-steps", "4", "--save-secs", "0.001")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("extra", "calls", "job_calls", "checkpoints"),
+    [
+        # 12 steps: [1] [2 3 4 5] [6 7 8] [9 10] [11 12]; a save at 10 inside a call of 4.
+        ((*FUSED, "--steps", "12"), [1, 4, 3, 2, 2], None, [0, 5, 10, 12]),
+        # The input (11 batches on each process) ends inside a call: [9 10] [11].
+        ((*FUSED, "--steps", "0", "--batches", "11"), [1, 4, 3, 2, 1], None, [0, 5, 10, 11]),
+        # model_fn's training_chief_hooks (here: the loss after every even step) run on the
+        # chief alone: a job runs one step per call; one process fuses [3 4] [7 8] ...
+        (
+            (*FUSED, "--steps", "12", "--chief-hook"),
+            [1, 1, 2, 1, 1, 2, 2, 2],
+            [1] * 12,
+            [0, 5, 10, 12],
+        ),
+        # The job: [1] [2 3 4] [5] [6 7 8] [9] [10 11 12]; one process saves after every
+        # step by its own clock, so each step is a call.
+        ((*FUSED_SECS, "--steps", "12"), [1] * 12, [1, 3, 1, 3, 1, 3], [0, 4, 8, 12]),
+    ],
+    ids=["max_steps", "input_ends_in_a_call", "chief_hooks", "synced_timer"],
+)
+def test_fused_steps_in_a_job_train_as_one_process(
+    tmp_path, single, extra, calls, job_calls, checkpoints
+):
+    """steps_per_execution=4 in a chief + worker job with one device each: both processes
+    run the same device calls (each ends where some process's hooks fetch or save, at the
+    last step, or at the end of the input), which are those one process reading the same
+    global batches runs, and end with its weights and checkpoints."""
+    reference = single(*extra)
+    runs = _job(tmp_path / "multi", *extra, devices=1)
+    assert reference["calls"] == calls
+    for run in runs:
+        assert run["calls"] == (job_calls or calls)
+        _assert_same_training(run, reference)
+    saved = [c for c in runs[0]["checkpoints"] if c.startswith("model.ckpt")]
+    assert sorted(saved) == sorted(f"model.ckpt_{step}" for step in checkpoints)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("processes", "devices"), [(2, 1), (2, 2)], ids=["2x1", "2x2"])
 def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, single, processes, devices):
@@ -531,17 +581,23 @@ def test_only_the_chief_writes_the_export_and_it_serves(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_process_whose_input_ends_early_fails_the_job_quickly(tmp_path):
+@pytest.mark.parametrize(
+    ("extra", "batches"), [((), 5), (FUSED, 6)], ids=["one_step_per_call", "fused"]
+)
+def test_a_process_whose_input_ends_early_fails_the_job_quickly(tmp_path, extra, batches):
     """The worker feeds 5 batches, the chief 40, training until the input ends: the worker
-    names the mismatch and exits; the chief stops by the heartbeat timeout — no hang."""
+    names the mismatch and exits; the chief stops by the heartbeat timeout — no hang. Fused:
+    steps_per_execution=4, the worker's input ending inside a call (its steps 6 to 9)."""
     ports = _free_ports(2)
     env = {
         "JAX_ESTIMATOR_HEARTBEAT_SECS": "5",
         "JAX_ESTIMATOR_INPUT_END_SECS": "5",
         "JAX_ESTIMATOR_SHUTDOWN_SECS": "5",
     }
-    chief = _launch(tmp_path, "chief", 0, ports, "--steps", "0", env=env)
-    worker = _launch(tmp_path, "worker", 0, ports, "--steps", "0", "--batches", "5", env=env)
+    chief = _launch(tmp_path, "chief", 0, ports, "--steps", "0", *extra, env=env)
+    worker = _launch(
+        tmp_path, "worker", 0, ports, "--steps", "0", "--batches", str(batches), *extra, env=env
+    )
     errors = []
     for process in (worker, chief):
         try:
@@ -551,27 +607,34 @@ def test_a_process_whose_input_ends_early_fails_the_job_quickly(tmp_path):
             pytest.fail("a process hung after another's input ended")
         assert process.returncode != 0
         errors.append(err)
-    assert "The input of process 1 ended after 5 batches" in errors[0]
+    assert f"The input of process 1 ended after {batches} batches" in errors[0]
     assert "must feed the same number of batches" in errors[0]
 
 
 def test_chief_duties_in_a_multi_process_job(tmp_path):
     """TF's MonitoredTrainingSession: chief-only hooks on the chief; in a JAX job every
     process also saves checkpoints (a collective save) at steps they agree on, and only
-    the chief logs the loss."""
+    the chief logs the loss. With steps_per_execution > 1 the other processes fetch where
+    the chief's summary hook does (a summary hook without an output directory)."""
     from estimator.engine.default_hooks import default_training_hooks
     from estimator.engine.steps import StepInfo
 
     config = est.RunConfig(model_dir=str(tmp_path), save_checkpoints_secs=600)
     info = StepInfo((), (), ("loss",), None)
 
-    def kinds(chief, processes):
+    def kinds(chief, processes, config=config):
         hooks = default_training_hooks(
             config, info, [], [], lambda: None, chief=chief, processes=processes
         )
         return [type(h).__name__ for h in hooks]
 
-    assert kinds(chief=False, processes=2) == ["CheckpointSaverHook", "NanTensorHook"]
+    assert kinds(chief=False, processes=2) == [
+        "CheckpointSaverHook",
+        "SummarySaverHook",
+        "NanTensorHook",
+    ]
+    one_step = config.replace(steps_per_execution=1)
+    assert kinds(False, 2, one_step) == ["CheckpointSaverHook", "NanTensorHook"]
     assert kinds(chief=True, processes=2) == [
         "CheckpointSaverHook",
         "StepCounterHook",
@@ -609,15 +672,16 @@ def _ended(process, timeout=180):
     return process.returncode, json.loads(lines[0][len("RESULT ") :]) if lines else None, err
 
 
-def _train_to(model_dir, processes, max_steps, faults=None):
+def _train_to(model_dir, processes, max_steps, faults=None, extra=()):
     """A chief and workers with one device each, training to ``max_steps`` from the latest
-    checkpoint (``faults``: ``{process index: extra arguments}``); their ``_ended``."""
+    checkpoint (``faults``: ``{process index: extra arguments}``; ``extra``: every
+    process's); their ``_ended``."""
     ports = _free_ports(processes)
     launched = []
     for i in range(processes):
         task = ("chief", 0) if i == 0 else ("worker", i - 1)
-        extra = ["--max-steps", str(max_steps), "--devices", "1", *(faults or {}).get(i, [])]
-        launched.append(_launch(model_dir, *task, ports, *extra))
+        argv = ["--max-steps", str(max_steps), "--devices", "1", *extra]
+        launched.append(_launch(model_dir, *task, ports, *argv, *(faults or {}).get(i, [])))
     try:
         return [_ended(p) for p in launched]
     finally:
@@ -628,28 +692,36 @@ def _train_to(model_dir, processes, max_steps, faults=None):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("processes", "first", "second", "to_the_end"),
-    [(2, (0, "step"), (1, "save"), True), (3, (2, "step"), (0, "save"), False)],
-    ids=["2x1", "3x1"],
+    ("processes", "first", "second", "to_the_end", "extra"),
+    [
+        (2, (0, "step"), (1, "save"), True, ()),
+        (3, (2, "step"), (0, "save"), False, ()),
+        (2, (1, "step"), (0, "save"), True, ("--steps-per-execution", "4", "--log-steps", "100")),
+    ],
+    ids=["2x1", "3x1", "2x1-fused"],
 )
 def test_a_preempted_job_saves_one_step_everywhere_and_resumes_as_if_uninterrupted(
-    tmp_path, single, processes, first, second, to_the_end
+    tmp_path, single, processes, first, second, to_the_end, extra
 ):
     """SIGTERM to one process of a TF_CONFIG job (one device per process), as a scheduler
     sends it before preempting a host: every process stops after the step the job agrees
     on (JAX's preemption sync point), saves that step's checkpoint together and exits 143;
     the chief logs the step. Twice: first to one process while a step runs, then, in the
     restarted job, to another during a periodic save (2 x 1: the chief, then the worker;
-    3 x 1: the last worker, then the chief). No step before the signal is lost. The 2 x 1
-    job restarted a third time reaches max_steps with the weights of one uninterrupted
-    process (the 3 x 1 job's second run resumed from its first's checkpoint already)."""
+    3 x 1: the last worker, then the chief; 2 x 1 fused: steps_per_execution=4, nothing
+    fetched between the saves, so that the steps in between run as calls of several: the
+    worker, then the chief). No step before the signal is lost. The 2 x 1 jobs restarted a
+    third time reach max_steps with the weights of one uninterrupted process (the 3 x 1
+    job's second run resumed from its first's checkpoint already)."""
     model_dir = tmp_path / "job"
     at = 4
     for target, moment in (first, second):
         fault = {target: ["--sigterm-in", moment, "--sigterm-at", str(at)]}
-        runs = _train_to(model_dir, processes, 60, fault)
+        runs = _train_to(model_dir, processes, 60, fault, extra)
         assert [code for code, _, _ in runs] == [143] * processes, runs[target][2][-3000:]
         (saved,) = {result["last_step"] for _, result, _ in runs}  # one step on every process
+        (calls,) = {tuple(result["calls"]) for _, result, _ in runs}  # the same calls
+        assert (max(calls) > 1) == bool(extra), calls  # fused: calls of several steps
         # The signal came while step at + 1 ran, or in the save of the first multiple of 3
         # from at (checkpoints every 3 steps): the agreed step is that one or later.
         assert saved >= (at + 1 if moment == "step" else -(-at // 3) * 3), (moment, at, saved)
@@ -661,7 +733,7 @@ def test_a_preempted_job_saves_one_step_everywhere_and_resumes_as_if_uninterrupt
         at = saved + 2
     if not to_the_end:
         return
-    final = _train_to(model_dir, processes, 60)
+    final = _train_to(model_dir, processes, 60, extra=extra)
     reference = single("--max-steps", "60")
     for code, result, err in final:
         assert code == 0, err[-3000:]

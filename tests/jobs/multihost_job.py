@@ -87,6 +87,22 @@ parser.add_argument(
 )
 parser.add_argument("--sigterm-at", type=int, default=4)
 parser.add_argument(
+    "--steps-per-execution", type=int, default=None, help="RunConfig(steps_per_execution=N)"
+)
+parser.add_argument("--log-steps", type=int, default=1, help="RunConfig(log_step_count_steps=N)")
+parser.add_argument("--save-steps", type=int, default=3, help="RunConfig(save_checkpoints_steps=N)")
+parser.add_argument(
+    "--save-secs", type=float, default=None, help="RunConfig(save_checkpoints_secs=S) instead"
+)
+parser.add_argument(
+    "--summary-steps", type=int, default=100, help="RunConfig(save_summary_steps=N)"
+)
+parser.add_argument(
+    "--chief-hook",
+    action="store_true",
+    help="model_fn gives a training_chief_hook that fetches the loss every other step",
+)
+parser.add_argument(
     "--live-eval",
     action="store_true",
     help="evaluate in training every 3 steps (uneven shards), training metrics every 3 steps",
@@ -114,7 +130,17 @@ def model_fn(features, labels, mode):
         loss=loss,
         train_op=optax.sgd(0.1),
         eval_metric_ops={"mae": est.metrics.mean_absolute_error(labels, prediction)},
+        training_chief_hooks=[LossEveryOtherStep()] if args is not None and args.chief_hook else [],
     )
+
+
+class LossEveryOtherStep(est.SessionRunHook):
+    """``--chief-hook``: fetches the loss at every other step (on the chief alone)."""
+
+    def before_run(self, run_context):
+        if run_context.session.global_step % 2:
+            return est.SessionRunArgs("loss")
+        return None
 
 
 def input_fn(input_context):
@@ -241,6 +267,21 @@ def train_until_preempted(e) -> dict:
     return {"exit": 0, "last_step": faults.last_step}
 
 
+def record_calls(e) -> list[int]:
+    """The number of steps of each device call the training programs make (without training
+    metrics), filled as they run."""
+    calls = []
+    compiler = e.runtime.compiler(est.ModeKeys.TRAIN)
+    multi = compiler.multi
+
+    def recorded(*args, **kwargs):
+        calls.append(len(args[-1]))
+        return multi(*args, **kwargs)
+
+    compiler.multi = recorded
+    return calls
+
+
 def configure(argv: list[str]) -> None:
     """Reads the arguments and sets the process up, before JAX's backend starts: the device
     count and, for a task of a cluster, ``TF_CONFIG``."""
@@ -268,11 +309,19 @@ def main(argv: list[str]) -> None:
         port = args.ports.split(",")[0]
         jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=args.index)
     partitions = {"^w$": jax.sharding.PartitionSpec("data")} if args.partition else None
+    spe = (
+        {}
+        if args.steps_per_execution is None
+        else {"steps_per_execution": args.steps_per_execution}
+    )
     config = est.RunConfig(
         tf_random_seed=3,
-        save_checkpoints_steps=3,
-        log_step_count_steps=1,
+        save_checkpoints_steps=None if args.save_secs else args.save_steps,
+        save_checkpoints_secs=args.save_secs,
+        log_step_count_steps=args.log_steps,
+        save_summary_steps=args.summary_steps,
         variable_partitions=partitions,
+        **spe,
         train_metrics_steps=3 if args.live_eval else None,
         restore_fallback=args.restore_fallback is not None,
     )
@@ -287,6 +336,7 @@ def main(argv: list[str]) -> None:
         est.checkpoint.verify_checkpoint = late
     e = est.Estimator(model_fn, args.model_dir, config)
     print("started", jax.process_index(), jax.process_count(), jax.device_count(), flush=True)
+    calls = record_calls(e)
     if args.train_and_evaluate and args.every_n_steps:
         receiver = est.export.build_raw_serving_input_receiver_fn({"x": X[:1]})
         # Fires at the first evaluation after step 0: every process must stop there.
@@ -343,6 +393,7 @@ def main(argv: list[str]) -> None:
         "b": float(e.get_variable_value("b")),
         "metrics": {k: float(v) for k, v in metrics.items()},
         "checkpoints": sorted(os.listdir(args.model_dir)),
+        "calls": calls,
     }
     print("RESULT " + json.dumps(result), flush=True)
     sys.exit(result.get("exit", 0))
