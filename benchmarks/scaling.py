@@ -7,6 +7,8 @@ chief and a worker on localhost (``jax.distributed``). Weak scaling: every devic
 feeds its own rows (``input_fn(input_context)``). Models:
 
 * ``mlp`` — 100 -> 256 -> 256 -> 1 (ReLU), Adam, synthetic data;
+* ``logistic`` — 100 -> 1, Adam, the same data: a step so small that the per-call costs
+  (dispatch, the multi-process runtime) are most of it;
 * ``linear`` — the census ``LinearClassifier`` of ``examples/census.py`` (wide columns,
   FTRL) on UCI Adult.
 
@@ -16,7 +18,15 @@ is examples/s per device relative to one device. CPU devices here share the mach
 cores, so this measures the overhead of sharding and of the multi-process runtime, not a
 speed-up.
 
-Usage: ``python benchmarks/scaling.py [--steps 200] [--models mlp,linear]``.
+``--steps-per-execution-rounds N`` instead compares, at 2 processes x 1 device (the common
+cluster shape), ``RunConfig(steps_per_execution=1)`` (every step its own device call, as
+multi-process jobs ran before) with the default ``RunConfig`` (up to 32 steps per call) in
+N alternating paired rounds, and prints each one's steps/s (median and range over the
+rounds) and the median and range of the per-round ratio. A shared machine makes single
+rounds noisy: read the medians, and compare only figures from one run.
+
+Usage: ``python benchmarks/scaling.py [--steps 200] [--models mlp,linear]
+[--steps-per-execution-rounds 5]``.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,9 +66,11 @@ def worker(args) -> None:
         labels = (features["x"] @ rng.normal(size=100) > 0).astype(np.float32)
         n_rows = len(labels)
 
+    hidden = (256, 256) if args.model == "mlp" else ()
+
     def model_fn(features, labels, mode):
         h = features["x"]
-        for i, width in enumerate((256, 256)):
+        for i, width in enumerate(hidden):
             h = jax.nn.relu(est.layers.dense(h, width, name=f"dense_{i}"))
         logits = est.layers.dense(h, 1, name="logits")[:, 0]
         loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
@@ -78,7 +91,12 @@ def worker(args) -> None:
     mesh = None  # a TF_CONFIG job makes its global mesh; JAX must not start before it joins
     if "TF_CONFIG" not in os.environ and args.devices > 1:
         mesh = jax.sharding.Mesh(np.array(jax.devices()), ("data",))
-    config = est.RunConfig(tf_random_seed=0, mesh=mesh)
+    fused = (
+        {}
+        if args.steps_per_execution is None
+        else {"steps_per_execution": args.steps_per_execution}
+    )
+    config = est.RunConfig(tf_random_seed=0, mesh=mesh, **fused)
     if args.model == "linear":
         import canned
 
@@ -115,7 +133,11 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def run_setting(args, model: str, processes: int, devices: int) -> dict:
+def run_setting(
+    args, model: str, processes: int, devices: int, steps_per_execution: int | None = None
+) -> dict:
+    """The steady figures of one setting (``steps_per_execution``: None for the
+    ``RunConfig`` default)."""
     command = [
         sys.executable,
         os.path.abspath(__file__),
@@ -131,6 +153,8 @@ def run_setting(args, model: str, processes: int, devices: int) -> dict:
         "--model-dir",
         tempfile.mkdtemp(prefix="bench_scaling_"),
     ] + (["--data-dir", args.data_dir] if args.data_dir else [])
+    if steps_per_execution is not None:
+        command += ["--steps-per-execution", str(steps_per_execution)]
     envs = [dict(os.environ)]
     if processes > 1:
         ports = _free_ports(processes)
@@ -163,6 +187,42 @@ def run_setting(args, model: str, processes: int, devices: int) -> dict:
     return json.loads(line[len("RESULT ") :])
 
 
+def compare_steps_per_execution(args) -> None:
+    """2 processes x 1 device: ``steps_per_execution=1`` against the default ``RunConfig``,
+    in alternating paired rounds (which one goes first alternates too)."""
+    default = None  # RunConfig's default steps_per_execution
+    print(
+        f"2 processes x 1 device, {args.steps_per_execution_rounds} paired rounds of "
+        f"{args.steps} steps (steps/s: median [min-max])",
+        flush=True,
+    )
+    print("{:8} {:>24} {:>24} {:>24}".format("model", "1 step per call", "default", "ratio"))
+    for model in args.models.split(","):
+        rates: dict = {1: [], default: []}
+        ratios = []
+        for round_ in range(args.steps_per_execution_rounds):
+            order = (1, default) if round_ % 2 == 0 else (default, 1)
+            figures = {k: run_setting(args, model, 2, 1, k)["steps_per_s"] for k in order}
+            for k, rate in figures.items():
+                rates[k].append(rate)
+            ratios.append(figures[default] / figures[1])
+            print(
+                f"  round {round_ + 1}: {model} 1 step per call {figures[1]:.1f}, default "
+                f"{figures[default]:.1f} steps/s",
+                flush=True,
+            )
+        print(
+            f"{model:8} {_spread(rates[1]):>24} {_spread(rates[default]):>24} "
+            f"{_spread(ratios, '.2f'):>24}",
+            flush=True,
+        )
+
+
+def _spread(values: list, spec: str = ".1f") -> str:
+    """``median [min-max]`` of ``values``."""
+    return f"{statistics.median(values):{spec}} [{min(values):{spec}}-{max(values):{spec}}]"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=200)
@@ -173,9 +233,19 @@ def main() -> None:
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--devices", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--steps-per-execution", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--steps-per-execution-rounds",
+        type=int,
+        default=0,
+        help="compare steps_per_execution=1 with the default at 2 x 1 in this many paired rounds",
+    )
     args = parser.parse_args()
     if args.worker:
         worker(args)
+        return
+    if args.steps_per_execution_rounds:
+        compare_steps_per_execution(args)
         return
     header = ("model", "setting", "devices", "steps/s", "examples/s", "per-device eff.")
     print("{:8} {:>14} {:>7} {:>9} {:>11} {:>16}".format(*header))
