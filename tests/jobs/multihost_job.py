@@ -8,7 +8,8 @@ one process per accelerator); ``PORTS`` has one port per process of the training
 ``TASK_TYPE`` ``own`` starts ``jax.distributed`` itself, without TF_CONFIG (process
 ``INDEX`` of 2). ``--train-and-evaluate`` runs ``train_and_evaluate`` instead
 (``TASK_TYPE`` may then be ``evaluator``, a task outside the training job). Prints one
-JSON line: the process's weights and evaluation.
+JSON line: the process's weights and evaluation, and the steps each device call of its
+training ran (``--steps-per-execution`` fuses steps).
 
 ``main(argv)`` runs the same job in a process that imported this module first (the tests
 fork their processes from a server that has imported it: see ``tests/support/forkserver.py``).
