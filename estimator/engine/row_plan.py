@@ -108,19 +108,16 @@ def tables(model: ModelFunction, run: Callable, trainable: dict, args: tuple) ->
     return model.sparse_plans[key]
 
 
-@jax.jit
-def _identity(table):
-    return table
-
-
 def mark(model: ModelFunction, trainable: dict, plan: dict[str, int]) -> dict:
-    """``{name: the table}`` for the tables of ``plan``: each the output of an identity
-    under :data:`TABLE_SCOPE` (a call XLA inlines: nothing runs), the value ``model_fn``
-    receives, so the step's trace shows every use ``model_fn`` made of it."""
+    """``{name: the table}`` for the tables of ``plan``: each the output of an
+    ``optimization_barrier`` under :data:`TABLE_SCOPE` (it computes nothing; unlike a jitted
+    identity, JAX does not forward it away when the table is differentiated, as a table
+    updated whole is), the value ``model_fn`` receives, so the step's trace shows every use
+    ``model_fn`` made of it."""
     marked = {}
     with jax.named_scope(TABLE_SCOPE):
         for name in plan:
-            marked[name] = _identity(trainable[name])
+            marked[name] = jax.lax.optimization_barrier(trainable[name])
     for check in model.unchecked:
         check.marks += len(plan)
     return marked
@@ -130,12 +127,14 @@ def lookups_only(jaxpr: Jaxpr, marks: int) -> bool:
     """Whether the ``marks`` values :func:`mark` made are all in ``jaxpr`` (or its inner
     jaxprs) and each is used only by row lookups (equations under
     ``estimator.model.rows.LOOKUP_SCOPE``): not read whole, not returned, not passed to a
-    function of ``model_fn``'s own (whose use this check cannot see)."""
+    function of ``model_fn``'s own (whose use this check cannot see). The marks are the
+    forward identities: a table updated whole is differentiated, and the identity's
+    transpose (its gradient, which the optimizer reads) is no use of the table."""
     seen = 0
 
     def check(inner: Jaxpr) -> bool:
         nonlocal seen
-        marked = {v for eqn in inner.eqns if _under(eqn, TABLE_SCOPE) for v in eqn.outvars}
+        marked = {v for eqn in inner.eqns if _forward_mark(eqn) for v in eqn.outvars}
         seen += len(marked)
         for eqn in inner.eqns:
             if _under(eqn, TABLE_SCOPE) or _under(eqn, LOOKUP_SCOPE):
@@ -151,6 +150,12 @@ def lookups_only(jaxpr: Jaxpr, marks: int) -> bool:
 
 def _under(eqn, scope: str) -> bool:
     return scope in str(eqn.source_info.name_stack)
+
+
+def _forward_mark(eqn) -> bool:
+    """An equation of :func:`mark` on the forward pass (not its transpose in a gradient)."""
+    stack = str(eqn.source_info.name_stack)
+    return TABLE_SCOPE in stack and f"transpose(jvp({TABLE_SCOPE}" not in stack
 
 
 def _inner_jaxprs(eqn):

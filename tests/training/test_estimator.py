@@ -291,8 +291,9 @@ class CountingModelFn:
         self.calls += 1
         spec = linear_model_fn(features, labels, mode, params)
         if self.table:  # a lookup table: its rows are trained row by row
-            table = est.get_variable("table", [4, 1], initializer=np.ones((4, 1), np.float32))
-            # self.ids rows of 2 ids, all row 0: rows 1-3 are never looked up.
+            table = est.get_variable("table", [256, 1], initializer=np.ones((256, 1), np.float32))
+            # self.ids rows of 2 ids, all row 0: the other rows are never looked up; 256 rows
+            # (over engine.sparse.WHOLE_ROWS_PER_ID per id) keep the table on the row-by-row path.
             rows = est.layers.embedding_lookup(table, jnp.zeros((self.ids, 2), jnp.int32))
             if spec.loss is not None:
                 loss = spec.loss + rows.sum()
@@ -451,7 +452,7 @@ def test_a_recorded_plan_the_model_now_contradicts_is_dropped(tmp_path, whole):
     # model_fn also reads the table whole (an L2 term), directly or inside a jitted
     # function of its own: the step's trace contradicts the plan, which is dropped; the
     # table is planned again (dense) and the step traced again: three runs. The L2
-    # term's gradient reaches the rows never looked up (rows 1-3), which a kept plan
+    # term's gradient reaches the rows never looked up (all but row 0), which a kept plan
     # would have left at 1: SGD at lr 0.1 on 0.01 * t**2 gives t <- t - 0.1 * 0.02 * t =
     # 0.998 t per step, 0.998**5 = 0.990039920... after 5 steps.
     first = make(tmp_path, model_fn=CountingModelFn(table=True))
@@ -1057,3 +1058,28 @@ def test_a_generator_of_batches_is_read_not_flattened(tmp_path):
     e.train(batches, steps=3)
     assert e.get_variable_value("global_step") == 3
     assert e.evaluate(batches)["global_step"] == 3
+
+
+def test_a_resumed_training_with_a_table_updated_whole_runs_model_fn_once(tmp_path):
+    # A table of 4 rows, 2 ids a step (at most engine.sparse.WHOLE_ROWS_PER_ID rows per id):
+    # updated whole under a row mask. The checkpoint's recorded plan holds on a resume,
+    # checked in the step's one trace, as for a table updated row by row.
+    class SmallTable(CountingModelFn):
+        def __call__(self, features, labels, mode, params):
+            self.calls += 1
+            spec = linear_model_fn(features, labels, mode, params)
+            table = est.get_variable("table", [4, 1], initializer=np.ones((4, 1), np.float32))
+            rows = est.layers.embedding_lookup(table, jnp.zeros((1, 2), jnp.int32))
+            if spec.loss is not None:
+                train_op = spec.train_op and est.sparse_updates(spec.train_op)
+                spec = spec._replace(loss=spec.loss + rows.sum(), train_op=train_op)
+            return spec
+
+    make(tmp_path, model_fn=SmallTable(table=True)).train(train_input(epochs=1), steps=5)
+    resumed_fn = SmallTable(table=True)
+    resumed = make(tmp_path, model_fn=resumed_fn)
+    resumed.train(train_input(epochs=1), steps=5)
+    assert resumed_fn.calls == 1
+    # Row 0, looked up twice a step, has gradient 2 a step; SGD at lr 0.1 over the 10 steps
+    # of both calls: 1 - 10 * 0.2 = -1. Rows 1-3 are never looked up and stay at 1.
+    np.testing.assert_allclose(resumed.get_variable_value("table")[:, 0], [-1.0, 1, 1, 1])
