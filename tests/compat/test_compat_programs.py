@@ -275,9 +275,11 @@ def test_bilstm_crf_tagger_with_contrib_extenders_and_a_tensorboard_epilogue(tmp
 def test_taxi_fare_style_regression_exported_with_expand_dims_on_its_placeholders(tmp_path, capsys):
     result = run("taxi_fare", capsys, "--model_dir", str(tmp_path))
     # TF 2.15.1 running the unchanged file, 1,000 steps: rmse 0.750 / 0.778 / 0.678 (seeds
-    # 1 / 2 / 3; the fares' noise has a standard deviation of 0.5). Five evaluations (one
-    # per checkpoint) each exported through the receiver's tf.expand_dims, as TF's.
+    # 1 / 2 / 3; the fares' noise has a standard deviation of 0.5). Each evaluation is
+    # exported through the receiver's tf.expand_dims, as TF's: one per checkpoint at most
+    # (steps 200, ..., 1000), those saved within throttle_secs=1 of the last evaluation
+    # skipped (TF's rule; how many depends on the speed), the last one always evaluated.
     assert result["global_step"] == 1000
     assert 0.678 - 0.05 <= result["rmse"] <= 0.778 + 0.05
     assert result["rmse"] == pytest.approx(result["average_loss"] ** 0.5, rel=1e-4)
-    assert result["exports"] == 5
+    assert 1 <= result["exports"] <= 5
