@@ -230,3 +230,24 @@ def test_only_the_seam_tells_urls_from_local_paths():
     )
     assert branching == []
     assert not hasattr(fs, "is_url")  # not offered to callers either
+
+
+def test_a_mirror_uploads_a_file_only_when_it_changed(monkeypatch):
+    # Event files of a URL model_dir are written locally and uploaded whole at each flush:
+    # an unchanged file is not sent again (a flush of an idle writer makes no request).
+    from estimator.io.fs import _trees
+
+    uploads = []
+    real = _trees.write_bytes
+    monkeypatch.setattr(_trees, "write_bytes", lambda p, d: (uploads.append(p), real(p, d)))
+    mirror = fs.Mirror("memory://mirror-test/logs")
+    with open(os.path.join(mirror.path, "events"), "wb") as f:
+        f.write(b"one")
+    mirror.sync()
+    mirror.sync()
+    assert uploads == ["memory://mirror-test/logs/events"]
+    with open(os.path.join(mirror.path, "events"), "ab") as f:
+        f.write(b"two")
+    mirror.close()
+    assert len(uploads) == 2
+    assert fs.read_bytes("memory://mirror-test/logs/events") == b"onetwo"

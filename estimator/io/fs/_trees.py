@@ -147,6 +147,7 @@ class Mirror:
     def __init__(self, target) -> None:
         self.target = as_str(target)
         self._remote = _remote(self.target) is not None
+        self._uploaded: dict[str, tuple[int, int]] = {}  # name: (size, mtime_ns) uploaded
         if self._remote:
             self.path = tempfile.mkdtemp(prefix="jax-estimator-mirror-")
         else:
@@ -154,12 +155,19 @@ class Mirror:
             os.makedirs(self.path, exist_ok=True)
 
     def sync(self) -> None:
-        """Uploads every local file over its object (nothing on a local disk)."""
+        """Uploads each local file that changed since its last upload over its object
+        (nothing on a local disk)."""
         if not self._remote or not os.path.isdir(self.path):
             return
         for name in os.listdir(self.path):
-            with open(os.path.join(self.path, name), "rb") as f:
+            local = os.path.join(self.path, name)
+            info = os.stat(local)
+            version = (info.st_size, info.st_mtime_ns)
+            if self._uploaded.get(name) == version:
+                continue
+            with open(local, "rb") as f:
                 write_bytes(join(self.target, name), f.read())
+            self._uploaded[name] = version
 
     def discard(self) -> None:
         """Removes the temporary directory of a URL (what :meth:`sync` did not upload is
