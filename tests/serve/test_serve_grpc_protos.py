@@ -1,6 +1,9 @@
 """The gRPC server's protos, tensor conversion and model config: TF Serving's schema in a private
-pool, ``TensorProto`` <-> NumPy by
-``tf.make_ndarray``'s rules, and ``--model_config_file``, all without TensorFlow."""
+pool, ``TensorProto`` <-> NumPy by ``tf.make_ndarray``'s rules, and ``--model_config_file``, all
+without TensorFlow."""
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -30,8 +33,19 @@ def test_messages_have_tf_servings_names_in_a_private_pool():
     assert messages.PredictRequest.DESCRIPTOR.full_name == "tensorflow.serving.PredictRequest"
     assert messages.TensorProto.DESCRIPTOR.file.name == "tensorflow/core/framework/tensor.proto"
     assert _protos.pool() is not descriptor_pool.Default()
-    with pytest.raises(KeyError):  # nothing was added to protobuf's default pool
-        descriptor_pool.Default().FindMessageTypeByName("tensorflow.serving.PredictRequest")
+    # Nothing is added to protobuf's default pool: checked in a fresh process, since this one
+    # may have imported TF Serving's own stubs (a docs snippet does), which register there.
+    code = (
+        "from google.protobuf import descriptor_pool\n"
+        "from estimator.serve._protos import messages, pool\n"
+        "assert messages.PredictRequest.DESCRIPTOR.file.pool is pool()\n"
+        "try:\n"
+        "    descriptor_pool.Default().FindMessageTypeByName('tensorflow.serving.PredictRequest')\n"
+        "except KeyError:\n"
+        "    print('not in the default pool')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "not in the default pool", result.stderr[-2000:]
     service = _protos.pool().FindServiceByName(_protos.PREDICTION_SERVICE)
     assert [m.name for m in service.methods] == [
         "Classify", "Regress", "Predict", "MultiInference", "GetModelMetadata",
