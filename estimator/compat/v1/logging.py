@@ -47,9 +47,17 @@ _counts: dict[tuple, int] = {}
 
 
 class _UntilConfigured(_logging.StreamHandler):
-    """A stderr handler that prints only while the root logger has no handler: once the
-    program (``logging.basicConfig``) or absl (``tf.app.run``) gives the root one, records
-    reach it by propagation and are not printed twice."""
+    """A handler of the current ``sys.stderr`` (as Python's last-resort handler) that prints
+    only while the root logger has no handler: once the program (``logging.basicConfig``)
+    or absl (``tf.app.run``) gives the root one, records reach it by propagation and are not
+    printed twice."""
+
+    def __init__(self) -> None:
+        _logging.Handler.__init__(self)
+
+    @property
+    def stream(self):
+        return sys.stderr
 
     def emit(self, record: _logging.LogRecord) -> None:
         if not _logging.getLogger().handlers:
@@ -62,7 +70,7 @@ def set_verbosity(v: int) -> None:
     for logger in (_LOGGER, _ESTIMATOR):
         logger.setLevel(v)
         if not any(isinstance(h, _UntilConfigured) for h in logger.handlers):
-            handler = _UntilConfigured(sys.stderr)
+            handler = _UntilConfigured()
             handler.setFormatter(_logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
             logger.addHandler(handler)
 
