@@ -212,70 +212,6 @@ def _packed_varint_count(arr, start, stop):
     return count
 
 
-@_inline
-def _list_payload(arr, value, value_end):
-    """The list a ``Feature`` (``arr[value:value_end]``, non-empty) holds: ``(kind, count,
-    payload start, payload stop)``; count -1 when it leaves the common layout."""
-    tag = arr[value]
-    payload, payload_end = _field(arr, value, value_end, tag)
-    if payload < 0 or payload_end != value_end:
-        return ABSENT, -1, 0, 0
-    if tag == _FLOAT_LIST or tag == _INT64_LIST:
-        if payload < payload_end:  # packed: one length-delimited field
-            payload, packed_end = _field(arr, payload, payload_end, _LEN)
-            if payload < 0 or packed_end != payload_end:
-                return ABSENT, -1, 0, 0
-        if tag == _FLOAT_LIST:
-            size = payload_end - payload
-            return FLOAT, size // 4 if size % 4 == 0 else -1, payload, payload_end
-        return INT64, _packed_varint_count(arr, payload, payload_end), payload, payload_end
-    if tag != _LEN:
-        return ABSENT, -1, 0, 0
-    count = 0
-    item = payload
-    while item < payload_end:
-        start, item = _field(arr, item, payload_end, _LEN)
-        if start < 0:
-            return BYTES, -1, 0, 0
-        count += 1
-    return BYTES, count, payload, payload_end
-
-
-@_inline
-def _scan_record(arr, r, start, end, keys, seen, kinds, counts, lo, hi):
-    """Notes where record ``r`` (``arr[start:end]``) holds each requested key's list;
-    returns whether protobuf must read the record instead (see :func:`scan`)."""
-    key_data, key_starts, key_lens = keys
-    pos, features_end = _field(arr, start, end, _LEN)
-    if pos < 0 or features_end != end:  # one ``features`` field, spanning the record
-        return True
-    previous = -1
-    while pos < end:
-        entry, entry_end = _field(arr, pos, end, _LEN)
-        key, key_end = _field(arr, entry, entry_end, _LEN)
-        value, value_end = _field(arr, key_end, entry_end, _FEATURE)
-        if entry < 0 or key < 0 or value < 0 or value_end != entry_end:
-            return True
-        pos = entry_end
-        k = _key_index(arr, key, key_end, key_data, key_starts, key_lens, previous)
-        if k < 0:
-            continue
-        previous = k
-        if seen[k] == r:  # protobuf keeps the last; let it decide
-            return True
-        seen[k] = r
-        if value == value_end:
-            continue  # an empty Feature: absent
-        kind, count, payload, payload_end = _list_payload(arr, value, value_end)
-        if count < 0:
-            return True
-        kinds[k, r] = kind
-        counts[k, r] = count
-        lo[k, r] = payload
-        hi[k, r] = payload_end
-    return False
-
-
 @_jit
 def scan(arr, starts, ends, key_data, key_starts, key_lens):
     """Where each requested key's list lies in each record.
@@ -291,6 +227,10 @@ def scan(arr, starts, ends, key_data, key_starts, key_lens):
       (ABSENT, BYTES, FLOAT, INT64), number of values and payload ``[lo, hi)`` of key k in
       record r — and bool [n], the records protobuf must read: an unknown or repeated field,
       a key repeated in the map, unpacked numbers, a field that runs past its message.
+
+    Written as one loop on purpose, as is :func:`gather`: split into inlined helpers (for a
+    lower McCabe count) both ran slower per record, ``gather`` several times slower
+    (``benchmarks/tfrecord_input.py``'s "per record ... parse" line measures them).
     """
     n = len(starts)
     keys = len(key_lens)
@@ -300,34 +240,75 @@ def scan(arr, starts, ends, key_data, key_starts, key_lens):
     hi = np.zeros((keys, n), np.int64)
     bad = np.zeros(n, np.bool_)
     seen = np.full(keys, -1, np.int64)  # the last record each key was met in
-    table = (key_data, key_starts, key_lens)
     for r in range(n):
-        if starts[r] != ends[r]:  # else an empty Example
-            bad[r] = _scan_record(arr, r, starts[r], ends[r], table, seen, kinds, counts, lo, hi)
+        end = ends[r]
+        if starts[r] == end:
+            continue  # an empty Example
+        pos, features_end = _field(arr, starts[r], end, _LEN)
+        if pos < 0 or features_end != end:  # one ``features`` field, spanning the record
+            bad[r] = True
+            continue
+        previous = -1
+        while pos < end:
+            entry, entry_end = _field(arr, pos, end, _LEN)
+            key, key_end = _field(arr, entry, entry_end, _LEN)
+            value, value_end = _field(arr, key_end, entry_end, _FEATURE)
+            if entry < 0 or key < 0 or value < 0 or value_end != entry_end:
+                bad[r] = True
+                break
+            pos = entry_end
+            k = _key_index(arr, key, key_end, key_data, key_starts, key_lens, previous)
+            if k < 0:
+                continue
+            previous = k
+            if seen[k] == r:  # protobuf keeps the last; let it decide
+                bad[r] = True
+                break
+            seen[k] = r
+            if value == value_end:
+                continue  # an empty Feature: absent
+            tag = arr[value]
+            payload, payload_end = _field(arr, value, value_end, tag)
+            if payload < 0 or payload_end != value_end:
+                bad[r] = True
+                break
+            if tag == _FLOAT_LIST or tag == _INT64_LIST:
+                packed, packed_end = payload, payload
+                if payload < payload_end:
+                    packed, packed_end = _field(arr, payload, payload_end, _LEN)
+                    if packed < 0 or packed_end != payload_end:
+                        bad[r] = True
+                        break
+                if tag == _FLOAT_LIST:
+                    count = (packed_end - packed) // 4
+                    if (packed_end - packed) % 4:
+                        count = -1
+                    kind = FLOAT
+                else:
+                    count = _packed_varint_count(arr, packed, packed_end)
+                    kind = INT64
+                payload, payload_end = packed, packed_end
+            elif tag == _LEN:
+                count = 0
+                item = payload
+                while item < payload_end:
+                    start, item = _field(arr, item, payload_end, _LEN)
+                    if start < 0:
+                        count = -1
+                        break
+                    count += 1
+                kind = BYTES
+            else:
+                count = -1
+                kind = ABSENT
+            if count < 0:
+                bad[r] = True
+                break
+            kinds[k, r] = kind
+            counts[k, r] = count
+            lo[k, r] = payload
+            hi[k, r] = payload_end
     return kinds, counts, lo, hi, bad
-
-
-@_inline
-def _copy_values(arr, kind, pos, stop, out, f, i, s):
-    """Copies one list's values (of ``kind``, ``arr[pos:stop]``) into ``out`` = (floats,
-    ints, string starts, string stops) at their write positions ``f``, ``i``, ``s``;
-    returns the positions after them."""
-    floats, ints, string_starts, string_stops = out
-    if kind == FLOAT:
-        for t in range(pos, stop):
-            floats[f] = arr[t]
-            f += 1
-    elif kind == INT64:
-        while pos < stop:
-            value, pos = _varint(arr, pos, stop)
-            ints[i] = np.int64(value)
-            i += 1
-    else:
-        while pos < stop:
-            string_starts[s], string_stops[s] = _field(arr, pos, stop, _LEN)
-            pos = string_stops[s]
-            s += 1
-    return f, i, s
 
 
 @_jit
@@ -347,19 +328,34 @@ def gather(arr, kinds, counts, lo, hi, bad):
         for r in range(n):
             if not bad[r]:
                 totals[kinds[k, r]] += counts[k, r]
-        offsets[:, k + 1] = totals
-    out = (
-        np.empty(4 * totals[FLOAT], np.uint8),
-        np.empty(totals[INT64], np.int64),
-        np.empty(totals[BYTES], np.int64),
-        np.empty(totals[BYTES], np.int64),
-    )
+        for kind in range(4):
+            offsets[kind, k + 1] = totals[kind]
+    floats = np.empty(4 * totals[FLOAT], np.uint8)
+    ints = np.empty(totals[INT64], np.int64)
+    string_starts = np.empty(totals[BYTES], np.int64)
+    string_stops = np.empty(totals[BYTES], np.int64)
     f = i = s = 0
     for k in range(keys):
         for r in range(n):
-            if not bad[r] and kinds[k, r] != ABSENT:
-                f, i, s = _copy_values(arr, kinds[k, r], lo[k, r], hi[k, r], out, f, i, s)
-    return offsets, out[0], out[1], out[2], out[3]
+            kind = kinds[k, r]
+            if bad[r] or kind == ABSENT:
+                continue
+            pos, stop = lo[k, r], hi[k, r]
+            if kind == FLOAT:
+                for t in range(pos, stop):
+                    floats[f] = arr[t]
+                    f += 1
+            elif kind == INT64:
+                while pos < stop:
+                    value, pos = _varint(arr, pos, stop)
+                    ints[i] = np.int64(value)
+                    i += 1
+            else:
+                while pos < stop:
+                    string_starts[s], string_stops[s] = _field(arr, pos, stop, _LEN)
+                    pos = string_stops[s]
+                    s += 1
+    return offsets, floats, ints, string_starts, string_stops
 
 
 @_jit
