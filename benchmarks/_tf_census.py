@@ -7,6 +7,7 @@ Usage: ``<tf python> benchmarks/_tf_census.py DATA_DIR MODEL EPOCHS BATCH``.
 """
 
 import csv
+import gzip
 import json
 import os
 import sys
@@ -37,7 +38,10 @@ VOCABULARIES = {
 
 
 def load(path):
-    rows = [r for r in csv.reader(open(path, newline=""), skipinitialspace=True) if len(r) == 15]
+    """An Adult file (or its gzipped copy ``path + ".gz"``) as columns and 0/1 labels."""
+    opened = open(path, newline="") if os.path.exists(path) else gzip.open(path + ".gz", "rt")
+    with opened as f:
+        rows = [r for r in csv.reader(f, skipinitialspace=True) if len(r) == 15]
     table = list(zip(*rows, strict=True))
     features = {
         name: np.asarray(values, np.float32) if name in NUMERIC else np.asarray(values, object)

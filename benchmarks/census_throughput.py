@@ -129,7 +129,7 @@ def bench(args, census, kind, data) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=os.path.join(ROOT, "..", "shared", "data", "adult"))
+    parser.add_argument("--data-dir", default=os.path.join(ROOT, "data", "adult"))
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--model", choices=["linear", "dnn", "wide_deep", "all"], default="all")

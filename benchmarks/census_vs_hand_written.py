@@ -48,7 +48,7 @@ side and move less. Record figures with the machine and the date (docs/performan
 
 Usage: ``python benchmarks/census_vs_hand_written.py [--model all] [--rounds 5]
 [--keras] [--data-dir DIR]``; the data directory is ``--data-dir``, else
-``$ADULT_DATA_DIR``, else the repository's ``data/adult``, else ``../shared/data/adult``.
+``$ADULT_DATA_DIR``, else the repository's ``data/adult``.
 """
 
 from __future__ import annotations
@@ -77,18 +77,8 @@ EXTRA_EPOCHS = {"linear": 24, "dnn": 4, "wide_deep": 4}
 
 
 def data_dir(argument: str | None) -> str:
-    """``--data-dir``, ``$ADULT_DATA_DIR``, the repository's ``data/adult`` if there, else
-    ``../shared/data/adult``."""
-    in_repo = os.path.join(ROOT, "data", "adult")
-    return (
-        argument
-        or os.environ.get("ADULT_DATA_DIR")
-        or (
-            in_repo
-            if os.path.isdir(in_repo)
-            else os.path.join(ROOT, "..", "shared", "data", "adult")
-        )
-    )
+    """``--data-dir``, else ``$ADULT_DATA_DIR``, else the repository's ``data/adult``."""
+    return argument or os.environ.get("ADULT_DATA_DIR") or os.path.join(ROOT, "data", "adult")
 
 
 def load_census():

@@ -112,7 +112,7 @@ def bench(name: str, make, input_fn, repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     root = census_throughput.ROOT
-    parser.add_argument("--data-dir", default=os.path.join(root, "..", "shared", "data", "adult"))
+    parser.add_argument("--data-dir", default=os.path.join(root, "data", "adult"))
     parser.add_argument(
         "--model", choices=["linear", "dnn", "wide_deep", "small", "all"], default="all"
     )

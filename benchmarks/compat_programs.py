@@ -24,7 +24,7 @@ Usage::
 
     python benchmarks/compat_programs.py [--tf-python /work/venvs/tf215/bin/python]
         [--programs iris mnist_conv regression wide] [--steps 1000 10000] [--repeat 1]
-        [--data-dir ../shared/data/adult]
+        [--data-dir DIR]
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ adult.data (timed whole: "cold", compiles included), then one more epoch in a se
 ``train()`` (timed: "steady", nothing compiled), then evaluated on adult.test. Prints the
 times, examples per second in the steady epoch and the accuracy.
 
-Usage: ``python benchmarks/mixed_precision.py [--data-dir ../shared/data/adult]``.
+Usage: ``python benchmarks/mixed_precision.py [--data-dir DIR]``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=os.path.join(ROOT, "..", "shared", "data", "adult"))
+    parser.add_argument("--data-dir", default=os.path.join(ROOT, "data", "adult"))
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()

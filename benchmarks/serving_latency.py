@@ -171,7 +171,7 @@ def latencies(signature, inputs: list[dict], warmup: int, calls: int):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=os.path.join(ROOT, "..", "shared", "data", "adult"))
+    parser.add_argument("--data-dir", default=os.path.join(ROOT, "data", "adult"))
     parser.add_argument("--mlp-steps", type=int, default=200)
     parser.add_argument("--census-epochs", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=20)

@@ -339,7 +339,7 @@ def verdicts(label: str, results: dict, calls: float) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=os.path.join(ROOT, "..", "shared", "data", "adult"))
+    parser.add_argument("--data-dir", default=os.path.join(ROOT, "data", "adult"))
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--client", choices=("native", "python"), default=None)

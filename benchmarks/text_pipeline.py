@@ -36,10 +36,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIDES = os.path.join(ROOT, "benchmarks", "_text_pipelines.py")
 ORDERS = ("map_then_batch", "batch_then_map")
-DATA_DIRS = [
-    os.path.join(ROOT, "data", "adult"),
-    os.path.join(ROOT, "..", "shared", "data", "adult"),
-]
+DATA_DIRS = [os.path.join(ROOT, "data", "adult")]
 
 
 def adult_lines(data_dir: str | None) -> bytes:

@@ -291,7 +291,7 @@ def bench_train(args, census, kind: str, path: str, train_x, labels) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=os.path.join(ROOT, "..", "shared", "data", "adult"))
+    parser.add_argument("--data-dir", default=os.path.join(ROOT, "data", "adult"))
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--parse-batch", type=int, default=512)
