@@ -27,9 +27,8 @@ tf_record_iterator     missing file                 NotFoundError       NotFound
                        or data CRC, not GZIP                            (CorruptRecordError)
 TFRecordWriter         directory missing            NotFoundError       NotFoundError
 TFRecordDataset        truncated, corrupt           DataLossError       DataLossError
-                       missing file                 NotFoundError       IAE: names are read as
-                                                                        patterns ("No files
-                                                                        matched pattern")
+                       missing file                 NotFoundError       NotFoundError
+                                                                        (FileNotFoundError)
 TextLineDataset        missing file                 NotFoundError       NotFoundError
 Dataset.list_files     nothing matches              IAE                 IAE (ValueError)
 batch, shuffle,        size < 1, shard index out    IAE                 IAE (ValueError)
@@ -68,8 +67,8 @@ Estimator.train,       an input error (any row      TF's class          TF's cla
 evaluate, predict      above)
 =====================  ===========================  ==================  =====================
 
-Differences: a missing TFRecordDataset file (the pipeline's reader reads names as patterns);
-TF's offsets in "corrupted record at N" count from where its failing read started, ours from
+Differences: a ``TFRecordDataset`` name with glob characters that is not a file is expanded
+as a pattern (TF refuses it: NotFoundError); TF's offsets in "corrupted record at N" count from where its failing read started, ours from
 the record's start; a file that is not GZIP says "cannot decompress the gzip stream" where
 TF's zlib says "inflate() failed"; the host check of a feature's ids raises the native
 ``IdRangeError`` (a ``ValueError``) from ``train()`` for batches after the first.
@@ -250,9 +249,13 @@ def test_missing_files_raise_not_found(tmp_path):
     # TF: "<path>; No such file or directory"
     with raises(tf.errors.NotFoundError, FileNotFoundError, match="nope; No such file"):
         list(tf.data.TextLineDataset(missing))
-    # The pipeline's TFRecord reader reads names as patterns: TF's NotFoundError differs here.
-    with raises(tf.errors.InvalidArgumentError, ValueError, match="No files matched pattern"):
+    # TF 2.15.1: NotFoundError "<path>; No such file or directory" (names are files).
+    with raises(tf.errors.NotFoundError, FileNotFoundError, match="nope; No such file"):
         list(tf.data.TFRecordDataset(missing))
+    with raises(tf.errors.NotFoundError, FileNotFoundError, match="nope; No such file"):
+        list(tf.data.TFRecordDataset([missing]).batch(2))  # the batched (engine) pipeline
+    with raises(tf.errors.NotFoundError, FileNotFoundError, match="nope; No such file"):
+        list(tf.data.TextLineDataset([missing]).batch(2))
 
 
 # ----- tf.data ------------------------------------------------------------------------------

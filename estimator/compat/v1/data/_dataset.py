@@ -400,7 +400,9 @@ class Dataset:
         Raises:
           tf.errors.OpError: when an element cannot be read (see the module docstring).
         """
-        return _TFElements(self._iterate())
+        with raising_tf_errors(InvalidArgumentError):  # a pipeline may open its files at once
+            elements = self._iterate()
+        return _TFElements(elements)
 
     def __iter__(self) -> Iterator:
         return self.as_numpy_iterator()
@@ -501,7 +503,8 @@ class _Planned:
         self.batch_count = getattr(plan, "batch_count", lambda: None)()
 
     def as_numpy_iterator(self) -> Iterator:
-        iterator = self._plan.iterator() if self._fn is None else self._plan.iterator(self._fn)
+        with raising_tf_errors(InvalidArgumentError):  # a plan may open its files at once
+            iterator = self._plan.iterator() if self._fn is None else self._plan.iterator(self._fn)
         return _TFElements(iterator)
 
     def __iter__(self) -> Iterator:

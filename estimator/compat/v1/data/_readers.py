@@ -61,9 +61,12 @@ def TFRecordDataset(  # noqa: N802 (TF's class name)
     scalars.
 
     Raises:
-      ValueError: a bad compression type (at once); a file that does not exist or a
-        damaged record (when read: ``estimator.io.CorruptRecordError`` names the file and
-        the byte offset).
+      ValueError: a bad compression type (at once).
+      tf.errors.NotFoundError: a named file that does not exist (when read, TF's "<name>;
+        No such file or directory"; a name with glob characters is expanded as a pattern,
+        which TF does not do).
+      tf.errors.DataLossError: a damaged record (when read; the native
+        ``estimator.io.CorruptRecordError`` names the file and the byte offset).
     """
     compression = tfrecord.TFRecordOptions.get_compression_type_string(compression_type)
     names = _names(filenames)

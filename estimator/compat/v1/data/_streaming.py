@@ -26,7 +26,10 @@ happen in.
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,7 +38,7 @@ import numpy as np
 
 from estimator.compat.v1.data._pipeline import Op, Source, call_map, vectorizing
 from estimator.inputs import engine
-from estimator.io import SparseValue
+from estimator.io import SparseValue, fs
 from estimator.io._records import Records
 from estimator.io.tfrecord import read_record_chunks
 from estimator.io.tfrecord.reader import _CHUNK, _open_read
@@ -68,6 +71,7 @@ class Files:
 
     def chunks(self) -> Iterator:
         if self.kind == "records":
+            _check_named_files(self.names)
             return read_record_chunks(self.names, self.compression, cycle_length=self.cycle)
         return (chunk for name in self.names for chunk in self._lines(name))
 
@@ -93,6 +97,19 @@ class Files:
         for chunk in self.chunks():
             for element in chunk:
                 yield np.asarray(element, dtype=object)
+
+
+_GLOB = re.compile(r"[*?[]")  # glob's special characters
+
+
+def _check_named_files(names: list[str]) -> None:
+    """TF reads ``TFRecordDataset``'s names as files, not patterns: a missing one is
+    ``FileNotFoundError`` (``tf.errors.NotFoundError`` under compat, TF's "<name>; No such
+    file or directory"). A name with glob characters that is not a file is still expanded
+    (``estimator.io.tfrecord.list_files``), where TF would refuse it."""
+    for name in names:
+        if not _GLOB.search(name) and not fs.exists(name):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
 def _without_cr(lines: list[bytes], block: bytes) -> list[bytes]:
