@@ -358,7 +358,11 @@ class Block:
 
 class Blocks(_Stage):
     """The parent's elements cut into batches of ``batch_size`` (the last one smaller unless
-    ``drop_remainder``), whole batches grouped into blocks of about ``rows`` elements."""
+    ``drop_remainder``), whole batches grouped into blocks of about ``rows`` elements. The
+    first block is one batch and each next one twice the last, up to ``rows``: the first
+    step waits for one batch's elements, as TF's ``batch`` does, and the first steps for
+    few more, not for whole blocks (a small dataset repeated from remote storage would be
+    read ``rows / its size`` times over for each)."""
 
     def __init__(self, parent, batch_size: int, *, drop_remainder: bool = False, rows=BLOCK_ROWS):
         super().__init__(parent)
@@ -368,17 +372,19 @@ class Blocks(_Stage):
 
     def _run(self, parent: Iterator) -> Iterator[Block]:
         pending, count = [], 0
+        size = self._batch  # the first block's; then self._per_block
         for chunk in parent:
             pending.append(chunk)
             count += _length(chunk)
-            if count >= self._per_block:
+            if count >= size:
                 items = _concat(pending)
-                whole = count - count % self._per_block
-                for lo in range(0, whole, self._per_block):
-                    block = _take(items, slice(lo, lo + self._per_block))
-                    yield Block(block, [self._batch] * (self._per_block // self._batch))
+                whole = count - count % size
+                for lo in range(0, whole, size):
+                    block = _take(items, slice(lo, lo + size))
+                    yield Block(block, [self._batch] * (size // self._batch))
                 pending = [_take(items, slice(whole, None))]
                 count -= whole
+                size = min(2 * size, self._per_block)
         if count:
             items = _concat(pending)
             sizes = [self._batch] * (count // self._batch)
@@ -395,7 +401,9 @@ class Cut(list):
 class ParallelMap(_Stage):
     """``fn(block)`` for each :class:`Block` in a pool of ``workers`` threads, in order, up
     to ``depth`` blocks ahead of the consumer; yields ``Block(result, sizes)``. A result is
-    the block's rows (cut by :class:`Unblock`) or a :class:`Cut`."""
+    the block's rows (cut by :class:`Unblock`) or a :class:`Cut`. The first block is
+    yielded as soon as it is mapped, without waiting for ``depth`` blocks to be read (with
+    :class:`Blocks`' growing blocks, the next ones follow soon)."""
 
     def __init__(self, parent, fn: Callable, *, workers: int = 2, depth: int = 4) -> None:
         super().__init__(parent)
@@ -408,10 +416,12 @@ class ParallelMap(_Stage):
         pool = concurrent.futures.ThreadPoolExecutor(self._workers, "input_map")
         pending: collections.deque = collections.deque()
         try:
+            first = True
             for block in parent:
                 pending.append((pool.submit(fn, block), block.sizes))
-                if len(pending) >= self._depth:
+                if first or len(pending) >= self._depth:
                     future, sizes = pending.popleft()
+                    first = False
                     yield Block(future.result(), sizes)
             while pending:
                 future, sizes = pending.popleft()

@@ -281,3 +281,49 @@ def test_the_shuffle_buffer_is_tfs_algorithm():
         slots[j] = element
     expected += [slots[i] for i in reference_rng.permutation(size)]
     assert engine.buffer_order(60, size, np.random.default_rng(5)).tolist() == expected
+
+
+def test_the_first_batches_wait_for_their_elements_not_for_whole_blocks(tmp_path):
+    """A repeated small input (a few records, on remote storage: each pass a read of its
+    files) gives its first batch after one batch's elements are read, and its next batches
+    soon after, as TF's ``batch`` does. The engine used to read ``depth`` blocks of
+    ``BLOCK_ROWS`` elements first: 2,048 chunks of 8 here, 512 passes over the files."""
+    from estimator.inputs import engine
+
+    read = []
+
+    def chunks():
+        while True:
+            read.append(len(read))
+            yield list(range(8 * len(read) - 8, 8 * len(read)))  # a chunk of 8 elements
+
+    blocks = engine.Blocks(engine.Source(chunks), 8)
+    mapped = engine.ParallelMap(
+        blocks, lambda block: np.asarray(block.items) * 10, workers=2, depth=4
+    )
+    batches = iter(engine.Unblock(mapped))
+    assert np.asarray(next(batches)).tolist() == [10 * i for i in range(8)]
+    assert len(read) == 1
+    for i in range(1, 6):  # blocks of 1, 2, 4, ... batches: in order, values mapped
+        assert np.asarray(next(batches)).tolist() == [10 * (8 * i + j) for j in range(8)]
+    assert len(read) < 64  # one block of BLOCK_ROWS is 512 chunks
+
+    # End to end: a tfrecord_input_fn repeating 2 files of 16 records.
+    x = np.arange(32, dtype=np.float32)[:, None]
+    files = io.write_examples(str(tmp_path / "t"), {"x": x}, num_shards=2)
+    spec = {"x": io.FixedLenFeature([1], np.float32)}
+    stats = []
+    original = io.tfrecord.reader.ReadStats.__init__
+
+    def recorded(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        stats.append(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(io.tfrecord.reader.ReadStats, "__init__", recorded)
+        input_fn = est.inputs.tfrecord_input_fn(
+            files, spec, batch_size=8, shuffle=False, num_epochs=None, compression_type="GZIP"
+        )
+        first = next(iter(input_fn()))
+    assert first["x"][:, 0].tolist() == list(range(8))
+    assert stats and stats[-1].records < 512  # one pass is 32 records; a block is 4,096
