@@ -68,10 +68,11 @@ evaluate, predict      above)
 =====================  ===========================  ==================  =====================
 
 Differences: a ``TFRecordDataset`` name with glob characters that is not a file is expanded
-as a pattern (TF refuses it: NotFoundError); TF's offsets in "corrupted record at N" count from where its failing read started, ours from
-the record's start; a file that is not GZIP says "cannot decompress the gzip stream" where
-TF's zlib says "inflate() failed"; the host check of a feature's ids raises the native
-``IdRangeError`` (a ``ValueError``) from ``train()`` for batches after the first.
+as a pattern (TF refuses it: NotFoundError); TF's offsets in "corrupted record at N" count
+from where its failing read started, ours from the record's start; a file that is not GZIP
+says "cannot decompress the gzip stream" where TF's zlib says "inflate() failed"; the host
+check of a feature's ids raises the native ``IdRangeError`` (a ``ValueError``) from
+``train()`` for batches after the first.
 """
 
 import os
