@@ -22,7 +22,7 @@ import grain
 import jax
 import numpy as np
 
-from estimator.compat.v1.data._pipeline import Op, Source, call_map, vectorizing
+from estimator.compat.v1.data._pipeline import Op, Source, around_batch, call_map, vectorizing
 from estimator.inputs import engine
 
 __all__ = ["plan", "ColumnarPlan"]
@@ -369,11 +369,10 @@ def plan(source: Source, ops: tuple[Op, ...], seed: int) -> ColumnarPlan | None:
     """The columnar plan of a pipeline, or None when it needs the element executor."""
     if source.kind != "slices":
         return None
-    kinds = [op.kind for op in ops]
-    if kinds.count("batch") != 1:
+    parts = around_batch(ops)
+    if parts is None:
         return None
-    split = kinds.index("batch")
-    before, batch, after = list(ops[:split]), ops[split], list(ops[split + 1 :])
+    before, batch, after = parts
     if not _fits(before, after):
         return None
     tree, n = source.value

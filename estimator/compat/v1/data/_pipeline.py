@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["Op", "Source", "call_map", "vectorizing", "is_vectorizing"]
+__all__ = ["Op", "Source", "around_batch", "call_map", "vectorizing", "is_vectorizing"]
 
 _VECTORIZING = {"active": False}
 
@@ -32,6 +32,16 @@ class Source:
 
     kind: str
     value: Any
+
+
+def around_batch(ops: tuple[Op, ...]) -> tuple[list[Op], Op, list[Op]] | None:
+    """``(ops before, the batch, ops after)`` of a pipeline with exactly one ``batch``, else
+    None (what the columnar and streaming plans take)."""
+    kinds = [op.kind for op in ops]
+    if kinds.count("batch") != 1:
+        return None
+    split = kinds.index("batch")
+    return list(ops[:split]), ops[split], list(ops[split + 1 :])
 
 
 def call_map(fn: Callable, element: Any) -> Any:

@@ -36,7 +36,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from estimator.compat.v1.data._pipeline import Op, Source, call_map, vectorizing
+from estimator.compat.v1.data._pipeline import Op, Source, around_batch, call_map, vectorizing
 from estimator.inputs import engine
 from estimator.io import SparseValue, fs
 from estimator.io._records import Records
@@ -335,11 +335,10 @@ def plan(source: Source, ops: tuple[Op, ...], seed: int, stack: Callable) -> Str
     """
     if not isinstance(source.value, Files):
         return None
-    kinds = [op.kind for op in ops]
-    if kinds.count("batch") != 1:
+    parts = around_batch(ops)
+    if parts is None:
         return None
-    split = kinds.index("batch")
-    before, batch, after = list(ops[:split]), ops[split], list(ops[split + 1 :])
+    before, batch, after = parts
     if any(op.kind not in _BEFORE for op in before) or any(op.kind not in _AFTER for op in after):
         return None
     return StreamingPlan(source.value, before, batch, after, seed, stack)
