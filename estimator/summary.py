@@ -66,6 +66,13 @@ def histogram(name: str, values, *, per_example: bool = False) -> None:
         batch (``[batch_size, ...]``), so that a padded batch's padding rows
         (``estimator.model.padding``) are left out of the histogram.
 
+    The values are binned into TF's buckets on the device, and only at the steps whose
+    hooks fetch the name (``SummarySaverHook``'s, every ``save_summary_steps``): as in TF,
+    the summary costs nothing at the other steps (``estimator.engine.steps``). A hook that
+    fetches the name gets the bucket counts (``estimator.events.histograms.counts``; TF's
+    hook would get a serialized ``Summary``); to fetch the values, name them with
+    ``estimator.identity``.
+
     Raises:
       RuntimeError: outside ``model_fn``.
     """

@@ -25,6 +25,7 @@ import numpy as np
 from estimator import distribute
 from estimator.engine.compile_policy import (
     FAST_INIT_MAX,
+    FEW,
     MANY,
     MANY_RUNS,
     ONCE,
@@ -43,6 +44,7 @@ from estimator.engine.steps import (
     batch_stats,
     bind,
     run_model,
+    summary_step,
     traced,
     train_batch,
 )
@@ -142,7 +144,9 @@ class StepCompiler:
         # The init run is traced once per signature (steps.traced): abstract_state reads
         # its result's shapes (and the sparse plan); the init program replays it.
         self._init = jax.jit(functools.partial(init_state, model, mode))
-        self._queue = CompileQueue()  # ("step" | "init" | "finalize", signature) -> program
+        self._summaries = jax.jit(functools.partial(summary_step, model, mode))
+        # ("step" | "init" | "finalize" | "summaries", signature) -> program
+        self._queue = CompileQueue()
         self._fresh: set = set()  # signatures whose program's trace ran model_fn this call
         self._abstract_acc = None
         self._finalize = jax.jit(finalize)
@@ -339,11 +343,27 @@ class StepCompiler:
             fresh = jax.eval_shape(
                 functools.partial(run_model, self.model, self.mode), state, features, labels
             )
-            info = StepInfo(
-                fresh.hooks, fresh.chief_hooks, info.output_names, info.train_op, info.row_tables
-            )
+            info = info.replace(hooks=fresh.hooks, chief_hooks=fresh.chief_hooks)
+        if info.apart:  # the first step's hooks fetch them: compiled beside the step
+            self._summary_program(leading[0], batch, background=True)
         self.info = info
         return info
+
+    def summaries(self, state: TrainState, batch) -> dict:
+        """The array summaries of the step on ``batch`` from ``state`` (``StepInfo.apart``:
+        ``estimator.engine.steps.summary_step``), as device arrays; run before that step,
+        which donates ``state``."""
+        return self._summary_program(state, batch, background=False).executable(state, *batch)
+
+    def _summary_program(self, state, batch, *, background: bool):
+        """The compiled :func:`summary_step` for ``batch``'s signature. It runs once every
+        ``save_summary_steps``: compiled for ``FEW`` runs (compile speed first)."""
+
+        def lower():
+            return self._summaries.trace(state, *batch).lower(), None, compile_options(FEW)
+
+        key = ("summaries", signature(batch))
+        return self._queue.program(key, FEW, lower, background=background)
 
     def __call__(self, *args, plan: RunPlan = MANY_RUNS):
         """Runs one step, compiling for a new batch signature (as ``plan`` needs it);

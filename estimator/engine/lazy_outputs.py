@@ -14,6 +14,8 @@ from collections.abc import Iterator, Mapping
 import jax
 import numpy as np
 
+from estimator.engine.session import not_fetched
+
 __all__ = ["LazyValue", "StepOutputs"]
 
 
@@ -46,7 +48,10 @@ class StepOutputs(Mapping):
         return runner.outputs
 
     def __getitem__(self, name: str) -> jax.Array:
-        return self._outputs()[name]
+        outputs = self._outputs()
+        if name not in outputs and name in self._session.apart:
+            raise not_fetched(name)
+        return outputs[name]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._session.output_names)

@@ -62,7 +62,18 @@ class _QueuedRunner:
         self._pending: list = []
         self._shapes = None
 
-    def run(self, batch, sync: bool) -> None:
+    def run(self, batch, sync: bool, apart: bool = False) -> None:
+        """Runs (or queues) the step on ``batch``; ``sync``: a hook fetches its values, so
+        it runs now with the steps queued before it; ``apart``: among them the outputs
+        the step leaves to the summary program (``StepInfo.apart``), computed first from
+        the state before the step."""
+        if apart:
+            self.flush()
+            values = self.compiler.summaries(self.state, batch)
+            self._many([batch])
+            self.steps_run += 1
+            self.outputs = {**self.outputs, **values}
+            return
         if self.k == 1:
             self._many([batch])
             self.steps_run += 1
@@ -157,8 +168,10 @@ class PredictRunner:
         self.pending: list = []
         self.steps_run = 0
 
-    def run(self, batch, sync: bool) -> None:
-        predictions, self.outputs, _ = self.compiler(self.state, *batch, plan=self.plan)
+    def run(self, batch, sync: bool, apart: bool = False) -> None:
+        values = self.compiler.summaries(self.state, batch) if apart else {}
+        predictions, outputs, _ = self.compiler(self.state, *batch, plan=self.plan)
+        self.outputs = {**outputs, **values}
         self.pending.append(predictions)
         self.steps_run += 1
 
@@ -190,7 +203,8 @@ def _run_step(session, prefetcher, batch, requests: dict | None, advances: bool)
     only_step = requests is not None and all(
         f is keys.GLOBAL_STEP or f == keys.GLOBAL_STEP for f in requests.values()
     )
-    session.runner.run(batch, requests is not None and not only_step and needs_device(requests))
+    sync = requests is not None and not only_step and needs_device(requests)
+    session.runner.run(batch, sync, sync and session.fetches_apart(requests))
     prefetcher.fill()
     if advances:
         session.global_step = step_before + 1

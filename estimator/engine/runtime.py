@@ -299,6 +299,7 @@ class Runtime:
             runner,
             int(state.global_step),
             info.output_names,
+            apart=info.apart,
             is_chief=self.is_chief,
             evaluate=self.evaluate_live if training else None,
             save_checkpoint=self._save_live if training else None,

@@ -14,7 +14,7 @@ from estimator.handlers.events import TRAIN_PREFIX
 from estimator.mode_keys import ModeKeys
 from estimator.model.strings import to_host
 
-__all__ = ["Session", "needs_device"]
+__all__ = ["Session", "needs_device", "not_fetched"]
 
 
 class Session:
@@ -31,6 +31,8 @@ class Session:
       outputs: the last step's named outputs (device arrays; likewise).
       output_names: the names every step outputs (what hooks may fetch besides
         ``global_step``).
+      apart: those of them that a step computes only when a hook fetches them in its
+        ``before_run`` (array summaries: ``estimator.engine.steps.summary_step``).
       non_finite_step: training: the first global step whose loss was not finite, as
         last seen on the host, or -1. Every transfer :meth:`run` makes in training also
         brings the device's record, so this is current whenever anything was fetched,
@@ -50,6 +52,7 @@ class Session:
         global_step: int,
         output_names: tuple = (),
         *,
+        apart: tuple = (),
         is_chief: bool = True,
         evaluate=None,
         save_checkpoint=None,
@@ -59,6 +62,7 @@ class Session:
         self.runner = runner
         self.global_step = global_step
         self.output_names = output_names
+        self.apart = frozenset(apart)
         self.non_finite_step = -1
         self.is_chief = is_chief
         self.epoch = 0
@@ -133,12 +137,18 @@ class Session:
         outputs = self.outputs
         if name in outputs:
             return outputs[name]
+        if name in self.apart:
+            raise not_fetched(name)
         known = ", ".join(sorted([keys.GLOBAL_STEP, *map(str, outputs)]))
         raise KeyError(
             f"A hook asked for {name!r}, but no value of that name exists in this step. Known "
             f"names: {known}. Name an array inside model_fn with "
             f"estimator.identity(x, name={name!r})."
         )
+
+    def fetches_apart(self, fetches) -> bool:
+        """Whether ``fetches`` (as :meth:`run` takes them) name a value in :attr:`apart`."""
+        return bool(self.apart) and any(_strip(n) in self.apart for n in _fetch_names(fetches))
 
     def run(self, fetches, *, step: int | None = None):
         """Values for ``fetches`` (a name or a nested list/tuple/dict of names) from the
@@ -179,6 +189,17 @@ class Session:
             if 0 <= bad < step:
                 return bad, self.state
         return step, self.state
+
+
+def not_fetched(name: str) -> KeyError:
+    """The error for reading an array summary (``Session.apart``) of a step whose hooks
+    did not fetch it."""
+    return KeyError(
+        f"{name!r} is an array summary: a step computes it only when a hook asks for it in "
+        "before_run (return SessionRunArgs([...]) naming it), and no hook of this step did. "
+        "Fetch it there, or record a scalar with estimator.summary.scalar or "
+        "estimator.identity, which every step outputs."
+    )
 
 
 def _strip(name: str) -> str:

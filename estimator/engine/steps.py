@@ -23,6 +23,16 @@ ordinary return value and costs nothing on the device.
 ``outputs`` maps the names hooks can fetch (``"loss"``, ``identity`` names, summaries,
 arrays held by hooks made inside ``model_fn``) to arrays. :data:`PROGRAMS` says, per mode,
 which functions run it and which argument is donated: the compiler has no per-mode code.
+
+Array summaries (histograms' values, ``estimator.summary.histogram``) are not among a step's
+``outputs`` in a one-process job: :func:`summary_step` computes them, from the state before
+the step and its batch, at the steps whose hooks fetch them (``SummarySaverHook``: every
+``save_summary_steps``), as TF runs its summary ops only when a hook fetches them. As step
+outputs they cost the census DNN a fifth of its step (``benchmarks/dnn_summaries.py``):
+they are carried through every step of a fused call. Their names are in
+``StepInfo.output_names`` and ``StepInfo.apart``. In a multi-process job they stay
+outputs: a program of their own, run where one process's hooks fetch them, would have to
+run on every process.
 """
 
 from __future__ import annotations
@@ -38,7 +48,9 @@ import optax
 from estimator import keys
 from estimator.checkpoint import tree_form
 from estimator.engine import row_plan, sparse
+from estimator.events import histograms
 from estimator.hooks.session_run_hook import SessionRunHook
+from estimator.hooks.summary import ROW_MASK_SUFFIX, is_array_summary, is_row_mask
 from estimator.mode_keys import ModeKeys
 from estimator.model import dtype_policy
 from estimator.model.function import ModelFunction
@@ -60,6 +72,7 @@ __all__ = [
     "predict_step",
     "replay",
     "run_model",
+    "summary_step",
     "traced",
     "train_batch",
     "train_metrics_step",
@@ -108,6 +121,8 @@ class StepInfo:
       train_op: the ``optax.GradientTransformation`` (TRAIN), else None.
       row_tables: the trainable tables the train step updates row by row (sparse updates,
         ``estimator.engine.sparse``), sorted; ``()`` outside TRAIN.
+      apart: the output names that the step leaves to :func:`summary_step` (array
+        summaries), sorted; also in ``output_names``.
     """
 
     def __init__(
@@ -117,12 +132,18 @@ class StepInfo:
         output_names: tuple,
         train_op,
         row_tables: tuple = (),
+        apart: tuple = (),
     ) -> None:
         self.hooks = hooks
         self.chief_hooks = chief_hooks
         self.output_names = output_names
         self.train_op = train_op
         self.row_tables = row_tables
+        self.apart = apart
+
+    def replace(self, **changes) -> StepInfo:
+        """A copy with ``changes`` (keyword arguments named as the attributes)."""
+        return StepInfo(**{**vars(self), **changes})
 
 
 class FetchName(str):
@@ -188,12 +209,44 @@ def _run(
         train_metrics=train_metrics,
     )
     hooks, chief_hooks = _SPEC_HOOKS[mode](spec)
-    outputs = {**frame.named, **frame.summaries}
+    apart = _apart(frame)
+    outputs = {**frame.named, **{k: v for k, v in frame.summaries.items() if k not in apart}}
     if spec.loss is not None:
         outputs[keys.LOSS] = spec.loss
     _lift_hook_arrays(tuple(hooks) + tuple(chief_hooks), outputs)
-    info = StepInfo(tuple(hooks), tuple(chief_hooks), tuple(sorted(outputs)), spec.train_op)
+    names = tuple(sorted({*outputs, *apart}))
+    info = StepInfo(tuple(hooks), tuple(chief_hooks), names, spec.train_op, apart=apart)
     return spec, frame, outputs, info
+
+
+def _apart(frame) -> tuple:
+    """The names of the run's array summaries, which its step leaves to
+    :func:`summary_step` (none in a multi-process job: see the module docstring)."""
+    if jax.process_count() > 1:
+        return ()
+    return tuple(sorted(n for n in frame.summaries if is_array_summary(n)))
+
+
+def summary_step(model: ModelFunction, mode: str, state: TrainState, features, labels=None):
+    """The array summaries of ``mode``'s step on this batch (``StepInfo.apart``): ``{name:
+    array}``, from ``model_fn`` run forward on ``state``, the state the step starts from
+    (its variables, global step and random key: the values the step would have output).
+
+    A program of its own, run only at the steps whose hooks fetch them (see the module
+    docstring); ``model_fn`` runs in ``mode`` as in the step, without the train step's row
+    by row table access (``estimator.engine.sparse``), which reads the same values. A
+    histogram's value is its bucket counts (``estimator.events.histograms.counts``, over
+    the rows its row mask keeps), a row mask's the mask."""
+    frame = _run(model, mode, state, features, labels)[1]
+    values = {name: frame.summaries[name] for name in _apart(frame)}
+    # Histograms leave the device binned (TF bins them in its graph too); a row mask stays
+    # an output, beside its histogram, for the hooks that asked for it.
+    return {
+        name: value
+        if is_row_mask(name)
+        else histograms.counts(value, values.get(name + ROW_MASK_SUFFIX))
+        for name, value in values.items()
+    }
 
 
 def run_model(model: ModelFunction, mode: str, state: TrainState, features, labels) -> StepInfo:
@@ -330,9 +383,7 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         state.rng,
     )
     if tables:
-        info = StepInfo(
-            info.hooks, info.chief_hooks, info.output_names, info.train_op, tuple(sorted(tables))
-        )
+        info = info.replace(row_tables=tuple(sorted(tables)))
     return new_state, outputs, info, stats
 
 

@@ -10,7 +10,6 @@ replaces the object with a longer one)."""
 from __future__ import annotations
 
 import atexit
-import functools
 import itertools
 import logging
 import os
@@ -26,16 +25,6 @@ __all__ = ["EventWriter", "FLUSH_SECS", "add_text", "flush_writers", "writer_for
 logger = logging.getLogger("estimator")
 
 FLUSH_SECS = 120  # seconds between event-file flushes (tf.compat.v1.summary.FileWriter)
-
-
-@functools.cache
-def _tf_bins() -> list[float]:
-    """TF's default histogram bucket edges (as tensorboardX's ``default_bins``)."""
-    edges, v = [], 1e-12
-    while v < 1e20:
-        edges.append(v)
-        v *= 1.1
-    return [-e for e in reversed(edges)] + [0.0] + edges
 
 
 # NumPy dtype -> TF DataType enum (tensorflow/core/framework/types.proto).
@@ -67,11 +56,16 @@ class EventWriter:
         local = self._mirror.path
         suffix = f".{os.getpid()}.{next(self._count)}"
         self._writer = EventsWriter(os.path.join(local, "events"), suffix)
+        # Hooks write from the loop's thread and from the summary thread
+        # (estimator.hooks.summary): one record at a time.
+        self._lock = threading.Lock()
 
     def _add(self, summary, step: int) -> None:
         from tensorboardX.proto.event_pb2 import Event
 
-        self._writer.write_event(Event(summary=summary, wall_time=time.time(), step=int(step)))
+        event = Event(summary=summary, wall_time=time.time(), step=int(step))
+        with self._lock:
+            self._writer.write_event(event)
 
     def add_summary(self, summary, step: int) -> None:
         """A ``Summary`` proto (tensorboardX's, TF's wire format) at ``step``."""
@@ -103,14 +97,32 @@ class EventWriter:
         )
         self._add(Summary(value=[Summary.Value(tag=tag, node_name=tag, tensor=tensor)]), step)
 
-    def add_histogram(self, tag: str, values, step: int, bins="tensorflow") -> None:
-        """A histogram of ``values`` (any shape); ``"tensorflow"`` bins as TF's summaries
-        (edges ±1e-12·1.1^k up to 1e20, and 0), else NumPy's ``bins``."""
-        from tensorboardX import summary as proto
+    def add_histogram_raw(
+        self,
+        tag: str,
+        min,  # noqa: A002 - tensorboardX's SummaryWriter.add_histogram_raw's names
+        max,  # noqa: A002
+        num,
+        sum,  # noqa: A002
+        sum_squares,
+        bucket_limits,
+        bucket_counts,
+        global_step: int,
+    ) -> None:
+        """A histogram given as bucket counts (tensorboardX's ``add_histogram_raw``; the
+        fields of ``estimator.events.histograms.proto_fields``) at ``global_step``."""
+        from tensorboardX.proto.summary_pb2 import HistogramProto, Summary
 
-        if isinstance(bins, str) and bins == "tensorflow":
-            bins = _tf_bins()
-        self._add(proto.histogram(tag, np.asarray(values, np.float64), bins), step)
+        histogram = HistogramProto(
+            min=min,
+            max=max,
+            num=num,
+            sum=sum,
+            sum_squares=sum_squares,
+            bucket_limit=bucket_limits,
+            bucket=bucket_counts,
+        )
+        self._add(Summary(value=[Summary.Value(tag=tag, histo=histogram)]), global_step)
 
     def add_text(self, tag: str, text: str, step: int) -> None:
         """A text summary under ``tag`` (TF's tag; tensorboardX's own ``add_text`` appends
@@ -122,12 +134,14 @@ class EventWriter:
         self._add(summary, step)
 
     def flush(self) -> None:
-        self._writer.flush()
-        self._mirror.sync()
+        with self._lock:
+            self._writer.flush()
+            self._mirror.sync()
 
     def close(self) -> None:
-        self._writer.close()
-        self._mirror.close()
+        with self._lock:
+            self._writer.close()
+            self._mirror.close()
 
 
 _WRITERS: dict[str, EventWriter] = {}

@@ -9,9 +9,11 @@ each as its kind. See ``estimator.summary`` for how steps are labelled.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
+from estimator.events import histograms
 from estimator.events.files import FLUSH_SECS, add_text, writer_for
 from estimator.hooks.session_run_hook import SessionRunArgs, SessionRunHook
 from estimator.hooks.timers import SecondOrStepTimer
@@ -28,23 +30,45 @@ ROW_MASK_SUFFIX = "/__row_mask__"
 _KINDS: dict[str, str] = {}  # summary name -> kind (names are static, kinds too)
 
 
+# One thread writes every hook's summaries, in the order they were fetched: the files'
+# work is host work that the loop would otherwise do with the device idle (see
+# SummarySaverHook.after_run).
+_WRITES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="estimator-summaries")
+
+
 def register(name: str, kind: str) -> None:
     """Records that the step output ``name`` is a summary of ``kind`` (``SCALAR``,
     ``HISTOGRAM``, ``TEXT`` or ``ROW_MASK``; internal, called by ``estimator.summary``)."""
     _KINDS[name] = kind
 
 
+def is_array_summary(name: str) -> bool:
+    """Whether the step output ``name`` is a histogram's values or its row mask: an array
+    summary, which the steps compute only when a hook fetches it
+    (``estimator.engine.steps.summary_step``)."""
+    return _KINDS.get(name) in (HISTOGRAM, ROW_MASK)
+
+
+def is_row_mask(name: str) -> bool:
+    """Whether the step output ``name`` is a histogram's row mask."""
+    return _KINDS.get(name) == ROW_MASK
+
+
 def write(writer, values: dict, step: int) -> None:
-    """Writes the summaries among ``values`` (name -> fetched value) at ``step``."""
+    """Writes the summaries among ``values`` (name -> fetched value) at ``step``. A
+    histogram's value is its bucket counts (``estimator.events.histograms.counts``, binned
+    by the step's summary program), or its values (a multi-process job's step outputs
+    them), binned here."""
     for name, value in values.items():
         kind = _KINDS.get(name)
         if kind == ROW_MASK:
             continue
         if kind == HISTOGRAM:
-            mask = values.get(name + ROW_MASK_SUFFIX)
-            if mask is not None:
-                value = np.asarray(value)[np.asarray(mask) > 0]
-            writer.add_histogram(name, value, step)
+            if not isinstance(value, dict):
+                value = histograms.host_counts(value, values.get(name + ROW_MASK_SUFFIX))
+            fields = histograms.proto_fields(value)
+            if fields is not None:
+                writer.add_histogram_raw(name, **fields, global_step=step)
         elif kind == TEXT:
             add_text(writer, name, bytes(np.asarray(value, np.uint8)).decode("utf-8"), step)
         else:
@@ -64,7 +88,7 @@ class SummarySaverHook(SessionRunHook):
       save_steps: steps between writes.
       save_secs: seconds between writes (exactly one of the two).
       output_dir: the event-file directory.
-      summary_writer: a writer with ``add_scalar``/``add_histogram``/``add_text``
+      summary_writer: a writer with ``add_scalar``/``add_histogram_raw``/``add_text``
         (tensorboardX's ``SummaryWriter``); overrides output_dir.
       scaffold, summary_op: accepted for TF compatibility; every summary recorded in
         ``model_fn`` is written.
@@ -89,6 +113,7 @@ class SummarySaverHook(SessionRunHook):
         self._names: list[str] | None = None
         self._request = False
         self._step = 0
+        self._written: Future | None = None  # the last write handed to _WRITES
 
     def begin(self) -> None:
         self._timer.reset()
@@ -110,17 +135,39 @@ class SummarySaverHook(SessionRunHook):
         if not self._request:
             return
         self._timer.update_last_triggered_step(self._step)
-        if self._writer is not None:
-            values = dict(zip(self._names, run_values.results, strict=True))
-            write(self._writer, values, self._step)
-            # Flushing syncs the file to disk: at most every FLUSH_SECS (TF's FileWriter
-            # default), and at the end, not at every write.
-            now = time.time()
-            if now - self._last_flush >= FLUSH_SECS:
-                self._writer.flush()
-                self._last_flush = now
+        if self._writer is None:
+            return
+        values = dict(zip(self._names, run_values.results, strict=True))
+        # Flushing syncs the file to disk: at most every FLUSH_SECS (TF's FileWriter
+        # default), and at the end, not at every write.
+        now = time.time()
+        flush = now - self._last_flush >= FLUSH_SECS
+        if flush:
+            self._last_flush = now
+        # The values are on the host already; the writing (histograms' binning, the file)
+        # runs on the summary thread while the loop dispatches the next steps. The previous
+        # write's error, if any, raises here.
+        self._wait()
+        self._written = _WRITES.submit(self._write, values, self._step, flush)
+
+    def _write(self, values: dict, step: int, flush: bool) -> None:
+        write(self._writer, values, step)
+        if flush:
+            self._writer.flush()
+
+    def _wait(self) -> None:
+        written, self._written = self._written, None
+        if written is not None:
+            written.result()
 
     def end(self, session) -> None:
+        """Waits for the summaries handed to the summary thread, then flushes: the events
+        are in the file when ``train()`` returns.
+
+        Raises:
+          Exception: the error that writing the last summaries raised (e.g. ``OSError``).
+        """
+        self._wait()
         if self._writer is not None:
             self._writer.flush()
             self._last_flush = time.time()

@@ -172,3 +172,51 @@ def test_non_scalar_eval_results_are_written_as_tensors(tmp_path):
     values = np.frombuffer(event.tensor_proto.tensor_content, np.float32)
     np.testing.assert_array_equal(values, [0.25, 0.75])
     assert est.events.read_eval_metrics(eval_dir) == {7: {"loss": 0.5}}
+
+
+def test_array_summaries_are_computed_only_at_the_steps_that_fetch_them(tmp_path):
+    """A histogram's values leave the step only when a hook asks for them in ``before_run``
+    (as TF runs a summary op only when fetched): then binned, from the variables the step
+    ran with; a step whose hooks did not ask has none, and reading one says why."""
+    seen = {}
+
+    class Probe(est.SessionRunHook):
+        def before_run(self, run_context):
+            step = run_context.session.global_step
+            return est.SessionRunArgs("pred") if step == 1 else None
+
+        def after_run(self, run_context, run_values):
+            step = run_context.session.global_step - 1  # the step that ran
+            if step == 1:
+                seen["fetched"] = run_values.results
+            elif step == 2:
+                with pytest.raises(KeyError) as raised:
+                    run_context.session.run("pred")
+                seen["error"] = str(raised.value)
+
+    config = est.RunConfig(tf_random_seed=0, save_summary_steps=None, log_step_count_steps=None)
+    est.Estimator(model_fn, str(tmp_path), config).train(feed(), steps=3, hooks=[Probe()])
+    # Step 1 ran with w = 0.4: 4 predictions of 0.4, one bucket of TF's buckets.
+    fetched = seen["fetched"]
+    assert fetched["num"] == 4 and np.count_nonzero(fetched["counts"]) == 1
+    for key, value in (("min", 0.4), ("max", 0.4), ("sum", 1.6)):
+        assert fetched[key] == pytest.approx(value, rel=1e-6), key
+    assert "'pred' is an array summary" in seen["error"]
+    assert "SessionRunArgs" in seen["error"] and "estimator.identity" in seen["error"]
+
+
+def test_a_failed_summary_write_raises_from_train(tmp_path):
+    class Failing:
+        def add_scalar(self, *args, **kwargs):
+            raise OSError("No space left on device")
+
+        add_histogram_raw = add_text = add_scalar
+
+        def flush(self):
+            pass
+
+    config = est.RunConfig(tf_random_seed=0, save_summary_steps=None, log_step_count_steps=None)
+    hook = est.SummarySaverHook(save_steps=1, summary_writer=Failing())
+    estimator = est.Estimator(model_fn, str(tmp_path), config)
+    with pytest.raises(OSError, match="No space left"):
+        estimator.train(feed(), steps=3, hooks=[hook])
