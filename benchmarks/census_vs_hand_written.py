@@ -76,6 +76,10 @@ SIDES = ("ours", "hand", "keras")
 EXTRA_EPOCHS = {"linear": 24, "dnn": 4, "wide_deep": 4}
 
 
+#: The event JAX records the seconds of each XLA compile under (``jax._src.dispatch``).
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
 def data_dir(argument: str | None) -> str:
     """``--data-dir``, else ``$ADULT_DATA_DIR``, else the repository's ``data/adult``."""
     return argument or os.environ.get("ADULT_DATA_DIR") or os.path.join(ROOT, "data", "adult")
@@ -415,12 +419,19 @@ def cold_child(side: str, kind: str, seed: int, directory: str) -> None:
     """A fresh process's 5 epochs; prints ``{"cold_s", "accuracy", "auc", "encode_s"}``."""
     census = load_census()
     raw = load_data(census, directory)
-    import jax  # noqa: F401  (imported before the clock starts, as estimator is)
+    import jax  # imported before the clock starts, as estimator is
 
     import estimator  # noqa: F401
 
     if side == "keras":
         import keras  # noqa: F401
+    compiles = []  # seconds of each XLA compile (JAX's own record, any thread)
+
+    def record(event: str, seconds: float, **_) -> None:
+        if event == COMPILE_EVENT:
+            compiles.append(seconds)
+
+    jax.monitoring.register_event_duration_secs_listener(record)
     stats = census.numeric_stats(raw[0])
     start = time.perf_counter()
     if side == "ours":
@@ -438,7 +449,18 @@ def cold_child(side: str, kind: str, seed: int, directory: str) -> None:
     accuracy, auc = accuracy_auc(model.probabilities(test), test_labels(census, raw))
     if side == "ours":
         model.close()
-    print(json.dumps({"cold_s": cold, "accuracy": accuracy, "auc": auc, "encode_s": encoding}))
+    compiled = sorted(compiles, reverse=True)
+    print(
+        json.dumps(
+            {
+                "cold_s": cold,
+                "accuracy": accuracy,
+                "auc": auc,
+                "encode_s": encoding,
+                "compiles_s": compiled,
+            }
+        )
+    )
 
 
 def test_labels(census, raw: tuple) -> np.ndarray:
@@ -573,6 +595,16 @@ def report(kind: str, side_names, steady: dict, cold: dict, extra: int) -> None:
             f"{spread([c['accuracy'] for c in cold[name]], '.4f'):>24s} "
             f"{spread([c['auc'] for c in cold[name]], '.4f'):>24s}"
         )
+    if cold[side_names[0]]:
+        print("  XLA compiles in the cold run (JAX's backend compile record), medians:")
+        for name in side_names:
+            longest = [c["compiles_s"][0] if c["compiles_s"] else 0.0 for c in cold[name]]
+            total = [sum(c["compiles_s"]) for c in cold[name]]
+            count = statistics.median(len(c["compiles_s"]) for c in cold[name])
+            print(
+                f"    {name:6s} longest {statistics.median(longest):.2f} s, all "
+                f"{statistics.median(total):.2f} s ({count:.0f} programs)"
+            )
     encodes = [c["encode_s"] for name in side_names if name != "ours" for c in cold[name]]
     if encodes:
         print(

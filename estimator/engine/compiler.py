@@ -25,7 +25,6 @@ import numpy as np
 from estimator import distribute
 from estimator.engine.compile_policy import (
     FAST_INIT_MAX,
-    FEW,
     MANY,
     MANY_RUNS,
     ONCE,
@@ -357,13 +356,14 @@ class StepCompiler:
 
     def _summary_program(self, state, batch, *, background: bool):
         """The compiled :func:`summary_step` for ``batch``'s signature. It runs once every
-        ``save_summary_steps``: compiled for ``FEW`` runs (compile speed first)."""
+        ``save_summary_steps``, and the first step waits for it: compiled as a program run
+        ``ONCE`` (for compile speed, see ``compile_options``)."""
 
         def lower():
-            return self._summaries.trace(state, *batch).lower(), None, compile_options(FEW)
+            return self._summaries.trace(state, *batch).lower(), None, compile_options(ONCE)
 
         key = ("summaries", signature(batch))
-        return self._queue.program(key, FEW, lower, background=background)
+        return self._queue.program(key, ONCE, lower, background=background)
 
     def __call__(self, *args, plan: RunPlan = MANY_RUNS):
         """Runs one step, compiling for a new batch signature (as ``plan`` needs it);
