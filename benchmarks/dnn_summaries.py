@@ -2,14 +2,17 @@
 
 ``canned.DNNClassifier`` records TF's ``_add_hiddenlayer_summary`` for each hidden layer and
 the logits (``canned.dnn.layer_summary``): the fraction of zero activations (a scalar) and
-an activation histogram, written every ``save_summary_steps`` (100, TF 2.15's default).
-This script trains ``examples/census.py``'s DNN (batch 256, default ``RunConfig``
-otherwise) under five variants, each in a fresh process per round, the variants in a
-rotated order each round:
+an activation histogram, written every ``save_summary_steps`` (100, TF 2.15's default). A
+``model_fn`` that records a histogram has its summaries computed by a program of their own,
+only at the steps that write them (``estimator.engine.steps``). This script trains
+``examples/census.py``'s DNN (batch 256, default ``RunConfig`` otherwise) under six
+variants, each in a fresh process per round, the variants in a rotated order each round:
 
 * ``default``: as shipped;
+* ``in_step``: every summary an output of every step (as in a multi-process job, where
+  they stay in the step: ``estimator.engine.steps._apart`` replaced);
 * ``no_layer_summaries``: ``layer_summary`` replaced by a no-op (the loss summary stays);
-* ``fractions_only``: only the zero fractions;
+* ``fractions_only``: only the zero fractions (scalars alone: outputs of every step);
 * ``histograms_only``: only the histograms;
 * ``no_summary_hook``: ``RunConfig(save_summary_steps=0)``.
 
@@ -35,6 +38,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = (
     "default",
+    "in_step",
     "no_layer_summaries",
     "fractions_only",
     "histograms_only",
@@ -75,6 +79,10 @@ def child(variant: str, repeats: int) -> None:
     }
     if variant in replaced:
         canned.dnn.layer_summary = replaced[variant]
+    if variant == "in_step":
+        from estimator.engine import steps as engine_steps
+
+        engine_steps._apart = lambda frame: ()
     config = est.RunConfig(tf_random_seed=0)
     if variant == "no_summary_hook":
         config = config.replace(save_summary_steps=0)

@@ -349,7 +349,7 @@ class StepCompiler:
         return info
 
     def summaries(self, state: TrainState, batch) -> dict:
-        """The array summaries of the step on ``batch`` from ``state`` (``StepInfo.apart``:
+        """The summaries of the step on ``batch`` from ``state`` (``StepInfo.apart``:
         ``estimator.engine.steps.summary_step``), as device arrays; run before that step,
         which donates ``state``."""
         return self._summary_program(state, batch, background=False).executable(state, *batch)

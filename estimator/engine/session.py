@@ -32,7 +32,7 @@ class Session:
       output_names: the names every step outputs (what hooks may fetch besides
         ``global_step``).
       apart: those of them that a step computes only when a hook fetches them in its
-        ``before_run`` (array summaries: ``estimator.engine.steps.summary_step``).
+        ``before_run`` (summaries: ``estimator.engine.steps.summary_step``).
       non_finite_step: training: the first global step whose loss was not finite, as
         last seen on the host, or -1. Every transfer :meth:`run` makes in training also
         brings the device's record, so this is current whenever anything was fetched,
@@ -192,13 +192,13 @@ class Session:
 
 
 def not_fetched(name: str) -> KeyError:
-    """The error for reading an array summary (``Session.apart``) of a step whose hooks
-    did not fetch it."""
+    """The error for reading a summary (``Session.apart``) of a step whose hooks did not
+    fetch it."""
     return KeyError(
-        f"{name!r} is an array summary: a step computes it only when a hook asks for it in "
+        f"{name!r} is a summary: a step computes it only when a hook asks for it in "
         "before_run (return SessionRunArgs([...]) naming it), and no hook of this step did. "
-        "Fetch it there, or record a scalar with estimator.summary.scalar or "
-        "estimator.identity, which every step outputs."
+        "Fetch it there, or name the array with estimator.identity, which every step "
+        "outputs."
     )
 
 

@@ -24,15 +24,18 @@ ordinary return value and costs nothing on the device.
 arrays held by hooks made inside ``model_fn``) to arrays. :data:`PROGRAMS` says, per mode,
 which functions run it and which argument is donated: the compiler has no per-mode code.
 
-Array summaries (histograms' values, ``estimator.summary.histogram``) are not among a step's
-``outputs`` in a one-process job: :func:`summary_step` computes them, from the state before
-the step and its batch, at the steps whose hooks fetch them (``SummarySaverHook``: every
-``save_summary_steps``), as TF runs its summary ops only when a hook fetches them. As step
-outputs they cost the census DNN a fifth of its step (``benchmarks/dnn_summaries.py``):
-they are carried through every step of a fused call. Their names are in
-``StepInfo.output_names`` and ``StepInfo.apart``. In a multi-process job they stay
-outputs: a program of their own, run where one process's hooks fetch them, would have to
-run on every process.
+A ``model_fn`` that records a histogram (``estimator.summary``) has none of its summaries
+among its step's ``outputs`` in a one-process job, except ``"loss"`` (the step's loss):
+:func:`summary_step`, a program of their own, computes them from the state before the step
+and its batch, at the steps whose hooks fetch them (``SummarySaverHook``: every
+``save_summary_steps``), as TF runs its summary ops only when a hook fetches them. In the
+step they would cost at every step, and in its compile: outputs carried through every step
+of a fused call, each summary's reduction a kernel of its own (``benchmarks/dnn_summaries.py``
+and ``benchmarks/census_vs_hand_written.py`` measure both for the census DNN). Their names
+are in ``StepInfo.output_names`` and ``StepInfo.apart``. Scalar and text summaries alone
+stay outputs (another program would cost them more than they cost the step), and so do all
+in a multi-process job: a program of their own, run where one process's hooks fetch them,
+would have to run on every process.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from estimator.checkpoint import tree_form
 from estimator.engine import row_plan, sparse
 from estimator.events import histograms
 from estimator.hooks.session_run_hook import SessionRunHook
-from estimator.hooks.summary import ROW_MASK_SUFFIX, is_array_summary, is_row_mask
+from estimator.hooks.summary import HISTOGRAM, ROW_MASK_SUFFIX, kind_of
 from estimator.mode_keys import ModeKeys
 from estimator.model import dtype_policy
 from estimator.model.function import ModelFunction
@@ -220,15 +223,21 @@ def _run(
 
 
 def _apart(frame) -> tuple:
-    """The names of the run's array summaries, which its step leaves to
-    :func:`summary_step` (none in a multi-process job: see the module docstring)."""
+    """The names of the run's summaries, but ``"loss"``, which its step leaves to
+    :func:`summary_step`: all of them when it records a histogram, else none (a program
+    of its own is worth its compile where a histogram's values would be step outputs;
+    a few scalars cost the step less than another program), and none in a multi-process
+    job (see the module docstring)."""
     if jax.process_count() > 1:
         return ()
-    return tuple(sorted(n for n in frame.summaries if is_array_summary(n)))
+    names = [n for n in frame.summaries if n != keys.LOSS]
+    if not any(kind_of(n) == HISTOGRAM for n in names):
+        return ()
+    return tuple(sorted(names))
 
 
 def summary_step(model: ModelFunction, mode: str, state: TrainState, features, labels=None):
-    """The array summaries of ``mode``'s step on this batch (``StepInfo.apart``): ``{name:
+    """The summaries of ``mode``'s step on this batch (``StepInfo.apart``): ``{name:
     array}``, from ``model_fn`` run forward on ``state``, the state the step starts from
     (its variables, global step and random key: the values the step would have output).
 
@@ -239,12 +248,11 @@ def summary_step(model: ModelFunction, mode: str, state: TrainState, features, l
     the rows its row mask keeps), a row mask's the mask."""
     frame = _run(model, mode, state, features, labels)[1]
     values = {name: frame.summaries[name] for name in _apart(frame)}
-    # Histograms leave the device binned (TF bins them in its graph too); a row mask stays
-    # an output, beside its histogram, for the hooks that asked for it.
+    # Histograms leave the device binned (TF bins them in its graph too).
     return {
-        name: value
-        if is_row_mask(name)
-        else histograms.counts(value, values.get(name + ROW_MASK_SUFFIX))
+        name: histograms.counts(value, values.get(name + ROW_MASK_SUFFIX))
+        if kind_of(name) == HISTOGRAM
+        else value
         for name, value in values.items()
     }
 

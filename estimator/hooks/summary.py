@@ -42,16 +42,10 @@ def register(name: str, kind: str) -> None:
     _KINDS[name] = kind
 
 
-def is_array_summary(name: str) -> bool:
-    """Whether the step output ``name`` is a histogram's values or its row mask: an array
-    summary, which the steps compute only when a hook fetches it
-    (``estimator.engine.steps.summary_step``)."""
-    return _KINDS.get(name) in (HISTOGRAM, ROW_MASK)
-
-
-def is_row_mask(name: str) -> bool:
-    """Whether the step output ``name`` is a histogram's row mask."""
-    return _KINDS.get(name) == ROW_MASK
+def kind_of(name: str) -> str | None:
+    """The kind of summary the step output ``name`` is (``SCALAR``, ``HISTOGRAM``, ``TEXT``,
+    ``ROW_MASK``), or None for another output."""
+    return _KINDS.get(name)
 
 
 def write(writer, values: dict, step: int) -> None:

@@ -174,25 +174,26 @@ def test_non_scalar_eval_results_are_written_as_tensors(tmp_path):
     assert est.events.read_eval_metrics(eval_dir) == {7: {"loss": 0.5}}
 
 
-def test_array_summaries_are_computed_only_at_the_steps_that_fetch_them(tmp_path):
-    """A histogram's values leave the step only when a hook asks for them in ``before_run``
-    (as TF runs a summary op only when fetched): then binned, from the variables the step
-    ran with; a step whose hooks did not ask has none, and reading one says why."""
+def test_summaries_are_computed_only_at_the_steps_that_fetch_them(tmp_path):
+    """A summary leaves the step only when a hook asks for it in ``before_run`` (as TF runs
+    a summary op only when fetched), from the variables the step ran with; a histogram
+    binned. A step whose hooks did not ask has none, and reading one says why."""
     seen = {}
 
     class Probe(est.SessionRunHook):
         def before_run(self, run_context):
             step = run_context.session.global_step
-            return est.SessionRunArgs("pred") if step == 1 else None
+            return est.SessionRunArgs(["pred", "model/w"]) if step == 1 else None
 
         def after_run(self, run_context, run_values):
             step = run_context.session.global_step - 1  # the step that ran
             if step == 1:
-                seen["fetched"] = run_values.results
+                seen["fetched"], seen["w"] = run_values.results
             elif step == 2:
-                with pytest.raises(KeyError) as raised:
-                    run_context.session.run("pred")
-                seen["error"] = str(raised.value)
+                for name in ("pred", "model/w"):
+                    with pytest.raises(KeyError) as raised:
+                        run_context.session.run(name)
+                    seen[name] = str(raised.value)
 
     config = est.RunConfig(tf_random_seed=0, save_summary_steps=None, log_step_count_steps=None)
     est.Estimator(model_fn, str(tmp_path), config).train(feed(), steps=3, hooks=[Probe()])
@@ -201,8 +202,9 @@ def test_array_summaries_are_computed_only_at_the_steps_that_fetch_them(tmp_path
     assert fetched["num"] == 4 and np.count_nonzero(fetched["counts"]) == 1
     for key, value in (("min", 0.4), ("max", 0.4), ("sum", 1.6)):
         assert fetched[key] == pytest.approx(value, rel=1e-6), key
-    assert "'pred' is an array summary" in seen["error"]
-    assert "SessionRunArgs" in seen["error"] and "estimator.identity" in seen["error"]
+    assert seen["w"] == pytest.approx(W[1], rel=1e-6)  # a scalar summary: the value itself
+    assert "'pred' is a summary" in seen["pred"] and "'model/w' is a summary" in seen["model/w"]
+    assert "SessionRunArgs" in seen["pred"] and "estimator.identity" in seen["pred"]
 
 
 def test_a_failed_summary_write_raises_from_train(tmp_path):
@@ -220,3 +222,26 @@ def test_a_failed_summary_write_raises_from_train(tmp_path):
     estimator = est.Estimator(model_fn, str(tmp_path), config)
     with pytest.raises(OSError, match="No space left"):
         estimator.train(feed(), steps=3, hooks=[hook])
+
+
+def test_scalar_summaries_alone_stay_outputs_of_every_step(tmp_path):
+    """Without a histogram no program of their own is compiled: a scalar summary is an
+    output of every step, read by a hook that did not ask for it in ``before_run``."""
+
+    def scalars_only(features, labels, mode):
+        w = est.get_variable("w", [1], initializer=est.initializers.zeros_initializer())
+        est.summary.scalar("w", w[0])
+        loss = jnp.mean((features["x"] @ w - labels) ** 2)
+        return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(0.1))
+
+    read = {}
+
+    class Reader(est.SessionRunHook):
+        def after_run(self, run_context, run_values):
+            step = run_context.session.global_step - 1
+            read[step] = float(run_context.session.run("w"))
+
+    config = est.RunConfig(tf_random_seed=0, save_summary_steps=None, log_step_count_steps=None)
+    est.Estimator(scalars_only, str(tmp_path), config).train(feed(), steps=3, hooks=[Reader()])
+    # The step run at global step s read w = W[s] (module docstring).
+    assert read == {s: pytest.approx(W[s], rel=1e-6, abs=1e-7) for s in range(3)}
