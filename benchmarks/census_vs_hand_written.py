@@ -54,6 +54,7 @@ Usage: ``python benchmarks/census_vs_hand_written.py [--model all] [--rounds 5]
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import logging
@@ -555,6 +556,7 @@ def main() -> None:
             steady = steady_rounds(sides, n, extra, args.rounds)
             sides["ours"].close()
             del sides
+            gc.collect()  # the previous model's objects freed now, not in a timed call
         cold = {name: [] for name in side_names}
         if not args.no_cold:
             for r in range(args.rounds):
