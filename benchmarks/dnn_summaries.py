@@ -16,10 +16,12 @@ variants, each in a fresh process per round, the variants in a rotated order eac
 * ``histograms_only``: only the histograms;
 * ``no_summary_hook``: ``RunConfig(save_summary_steps=0)``.
 
-Per process: two warm-up calls (compiles), then ``--repeats`` pairs of a 1-epoch and a
-5-epoch ``train()``; the step time is ``(t_5 - t_1) / (4 epochs of steps)`` (fixed per-call
-costs cancel), the median of the pairs. Printed: per variant, the median and range over the
-rounds of that step time in µs.
+Per process (an empty compilation cache each): two warm-up calls, the first of which
+compiles (its time and its longest XLA compile, the train step's, are recorded), then
+``--repeats`` pairs of a 1-epoch and a 5-epoch ``train()``; the step time is ``(t_5 - t_1) /
+(4 epochs of steps)`` (fixed per-call costs cancel), the median of the pairs. Printed: per
+variant, the median and range over the rounds of that step time in µs, of the first call's
+seconds and of its step compile's seconds.
 
 Usage: ``python benchmarks/dnn_summaries.py [--rounds 3] [--repeats 3]``.
 """
@@ -30,12 +32,15 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: The event JAX records the seconds of each XLA compile under (``jax._src.dispatch``).
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 VARIANTS = (
     "default",
     "in_step",
@@ -50,6 +55,7 @@ def child(variant: str, repeats: int) -> None:
     import logging
     import time
 
+    import jax
     import jax.numpy as jnp
 
     import canned
@@ -100,11 +106,25 @@ def child(variant: str, repeats: int) -> None:
         model.train(input_fn)
         return time.perf_counter() - start
 
-    train(1)
+    compiles = []  # seconds of each XLA compile of the first call (JAX's own record)
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, seconds, **_: compiles.append(seconds) if event == COMPILE_EVENT else None
+    )
+    first = train(1)
+    step_compile = max(compiles)
     train(1)
     steps = 4 * len(y) / 256
     times = [(train(5) - train(1)) / steps * 1e6 for _ in range(repeats)]
-    print(json.dumps({"variant": variant, "us_per_step": statistics.median(times)}))
+    print(
+        json.dumps(
+            {
+                "variant": variant,
+                "us_per_step": statistics.median(times),
+                "first_s": first,
+                "step_compile_s": step_compile,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -116,22 +136,37 @@ def main() -> None:
     if args.child:
         child(args.child, args.repeats)
         return
-    env = {**os.environ, "JAX_ESTIMATOR_CACHE_DIR": tempfile.mkdtemp(prefix="bench_xla_")}
-    found: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    found: dict[str, list[dict]] = {v: [] for v in VARIANTS}
     for r in range(args.rounds):
         order = VARIANTS[r % len(VARIANTS) :] + VARIANTS[: r % len(VARIANTS)]
         for variant in order:
+            # An empty compilation cache per process: the first call compiles.
+            cache = tempfile.mkdtemp(prefix="bench_xla_")
+            env = {**os.environ, "JAX_ESTIMATOR_CACHE_DIR": cache}
             out = subprocess.run(
                 [sys.executable, __file__, "--child", variant, "--repeats", str(args.repeats)],
                 capture_output=True, text=True, check=True, env=env,
             ).stdout  # fmt: skip
-            found[variant].append(json.loads(out.strip().splitlines()[-1])["us_per_step"])
-        print(f"round {r + 1}: " + ", ".join(f"{v} {found[v][-1]:.0f}" for v in VARIANTS))
-    print(f"\ncensus DNN, batch 256, µs per training step, median (min-max) of {args.rounds}:")
-    for variant, values in found.items():
+            shutil.rmtree(cache, ignore_errors=True)
+            found[variant].append(json.loads(out.strip().splitlines()[-1]))
         print(
-            f"  {variant:20} {statistics.median(values):7.0f} ({min(values):.0f}-{max(values):.0f})"
+            f"round {r + 1}: "
+            + ", ".join(f"{v} {found[v][-1]['us_per_step']:.0f}" for v in VARIANTS)
         )
+    print(
+        f"\ncensus DNN, batch 256, median (min-max) of {args.rounds}: µs per training step; "
+        "the first 1-epoch train() (s) and its train step's XLA compile (s), cold"
+    )
+    for variant, results in found.items():
+        columns = [
+            spread([r[key] for r in results], fmt)
+            for key, fmt in (("us_per_step", ".0f"), ("first_s", ".2f"), ("step_compile_s", ".2f"))
+        ]
+        print(f"  {variant:20} " + "   ".join(columns))
+
+
+def spread(values: list[float], fmt: str) -> str:
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
 if __name__ == "__main__":

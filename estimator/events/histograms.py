@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["EDGES", "counts", "host_counts", "proto_fields"]
+__all__ = ["EDGES", "HOST_PADDED_MIN", "counts", "host_counts", "proto_fields"]
 
 _SMALLEST = 1e-12  # TF's smallest positive edge; each next is 1.1 times the last
 
@@ -96,9 +96,25 @@ def _host_counts():
     return jax.jit(counts)
 
 
+#: Host values are binned in padded vectors of at least this many values, a power of two:
+#: one compiled program serves every histogram up to this size.
+HOST_PADDED_MIN = 1 << 16
+
+
 def host_counts(values, mask=None) -> dict:
-    """:func:`counts` of host arrays (fetched values), as NumPy."""
-    return {k: np.asarray(v) for k, v in _host_counts()(values, mask).items()}
+    """:func:`counts` of host arrays (fetched values; ``mask`` as there), as NumPy. The
+    values are flattened and padded to a power of two of at least ``HOST_PADDED_MIN``
+    (the padding left out as masked rows are), so histograms of different shapes share a
+    compiled program."""
+    x = np.asarray(values, np.float32)
+    keep = np.ones(x.shape, np.float32)
+    if mask is not None:
+        row = (np.asarray(mask) > 0).astype(np.float32)
+        keep = keep * row.reshape(row.shape + (1,) * (x.ndim - 1))
+    x, keep = x.reshape(-1), keep.reshape(-1)
+    size = max(HOST_PADDED_MIN, 1 << max(x.size - 1, 0).bit_length())
+    binned = _host_counts()(np.pad(x, (0, size - x.size)), np.pad(keep, (0, size - keep.size)))
+    return {k: np.asarray(v) for k, v in binned.items()}
 
 
 def proto_fields(histogram: dict) -> dict | None:

@@ -76,7 +76,8 @@ def test_host_values_are_binned_the_same_way():
     mask = np.ones(16, np.float32)
     host = histograms.host_counts(values, mask)
     assert all(isinstance(v, np.ndarray) for v in host.values())
-    assert histograms.proto_fields(host) == fields(values, mask)
+    # The same buckets; the float32 sums within rounding (another summation order).
+    assert_same(histograms.proto_fields(host), fields(values, mask))
 
 
 def test_a_histogram_of_no_value_is_not_written():
@@ -84,3 +85,27 @@ def test_a_histogram_of_no_value_is_not_written():
     assert histograms.proto_fields(histograms.host_counts(values, np.zeros(3))) is None
     # Values beyond TF's last edge (1e20) count in no bucket, as in np.histogram.
     assert histograms.proto_fields(histograms.host_counts(np.full(4, 1e21, np.float32))) is None
+
+
+def test_host_histograms_of_different_shapes_share_one_compiled_program():
+    rng = np.random.default_rng(3)
+    samples = [rng.normal(size=shape).astype(np.float32) for shape in SHAPES]
+    histograms.host_counts(samples[0])  # compiled here, if no test before did
+    compiles = []
+
+    def record(event, seconds, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(seconds)
+
+    jax.monitoring.register_event_duration_secs_listener(record)
+    try:
+        binned = [histograms.host_counts(values) for values in samples]
+    finally:
+        jax.monitoring.unregister_event_duration_listener(record)
+    # Every shape up to HOST_PADDED_MIN values is padded to it: no compile for the others.
+    assert compiles == []
+    for values, counted in zip(samples, binned, strict=True):
+        assert_same(histograms.proto_fields(counted), fields(values))
+
+
+SHAPES = [(256, 100), (256, 75), (256, 25, 2), (7,)]
