@@ -50,12 +50,7 @@ def counts(values, mask=None) -> dict:
       Unlike TF's double sums, the sums are float32 (JAX's default): beyond ~1.8e19 in
       magnitude a value's square, and ``sum_squares``, is infinite.
     """
-    x = jnp.asarray(values, jnp.float32)
-    keep = jnp.ones(x.shape, jnp.float32)
-    if mask is not None:
-        row = (jnp.asarray(mask) > 0).astype(jnp.float32)
-        keep = keep * row.reshape(row.shape + (1,) * (x.ndim - 1))
-    x, keep = x.reshape(-1), keep.reshape(-1)
+    x, keep = _flattened(values, mask, jnp)
     edges = jnp.asarray(EDGES, jnp.float32)
     bucket = _bucket(x, edges)
     inside = (x >= edges[0]) & (x <= edges[-1])
@@ -69,6 +64,17 @@ def counts(values, mask=None) -> dict:
         "sum_squares": jnp.sum(keep * x * x),
         "counts": binned,
     }
+
+
+def _flattened(values, mask, xp) -> tuple:
+    """``values`` as float32 and their weights (0 in a row ``mask`` leaves out, else 1),
+    both flattened, with ``xp`` (``numpy`` or ``jax.numpy``)."""
+    x = xp.asarray(values, xp.float32)
+    keep = xp.ones(x.shape, xp.float32)
+    if mask is not None:
+        row = (xp.asarray(mask) > 0).astype(xp.float32)
+        keep = keep * row.reshape(row.shape + (1,) * (x.ndim - 1))
+    return x.reshape(-1), keep.reshape(-1)
 
 
 def _bucket(x, edges):
@@ -106,12 +112,7 @@ def host_counts(values, mask=None) -> dict:
     values are flattened and padded to a power of two of at least ``HOST_PADDED_MIN``
     (the padding left out as masked rows are), so histograms of different shapes share a
     compiled program."""
-    x = np.asarray(values, np.float32)
-    keep = np.ones(x.shape, np.float32)
-    if mask is not None:
-        row = (np.asarray(mask) > 0).astype(np.float32)
-        keep = keep * row.reshape(row.shape + (1,) * (x.ndim - 1))
-    x, keep = x.reshape(-1), keep.reshape(-1)
+    x, keep = _flattened(values, mask, np)
     size = max(HOST_PADDED_MIN, 1 << max(x.size - 1, 0).bit_length())
     binned = _host_counts()(np.pad(x, (0, size - x.size)), np.pad(keep, (0, size - keep.size)))
     return {k: np.asarray(v) for k, v in binned.items()}
