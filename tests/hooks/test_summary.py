@@ -245,3 +245,24 @@ def test_scalar_summaries_alone_stay_outputs_of_every_step(tmp_path):
     est.Estimator(scalars_only, str(tmp_path), config).train(feed(), steps=3, hooks=[Reader()])
     # The step run at global step s read w = W[s] (module docstring).
     assert read == {s: pytest.approx(W[s], rel=1e-6, abs=1e-7) for s in range(3)}
+
+
+def test_summaries_kept_in_the_step_write_the_same_histograms(tmp_path, monkeypatch):
+    """A multi-process job keeps summaries among the step's outputs
+    (``estimator.engine.steps._apart`` gives none there) and bins the fetched values on the
+    summary thread: the same event file as the one-process summary program's."""
+    from estimator.engine import steps
+
+    def histograms_of(model_dir):
+        config = est.RunConfig(tf_random_seed=0, save_summary_steps=2)
+        est.Estimator(model_fn, model_dir, config).train(feed(), steps=5)
+        return [
+            (h.step, h.histogram_value.num, h.histogram_value.sum, h.histogram_value.bucket)
+            for h in events(model_dir).Histograms("pred")
+        ]
+
+    apart = histograms_of(str(tmp_path / "apart"))
+    monkeypatch.setattr(steps, "_apart", lambda frame: ())
+    kept = histograms_of(str(tmp_path / "kept"))
+    assert [h[0] for h in kept] == [0, 2, 4]
+    assert kept == apart
