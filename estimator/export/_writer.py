@@ -216,9 +216,18 @@ def _copy_assets(transform, target: str) -> list[str]:
 
 
 def _timestamped(base: str) -> str:
+    """``<base>/<unix seconds>``, later than every version already in ``base``.
+
+    Exports made faster than one a second take the next free seconds, ahead of the clock
+    (TF sleeps instead); a later export must still sort after them, or an exporter's
+    ``exports_to_keep``, which keeps the largest versions, would delete the newest export
+    (a best model's) at once."""
     stamp = int(time.time())
+    if fs.exists(base):
+        versions = [int(n) for n in fs.listdir(base) if len(n) == 10 and n.isdigit()]
+        stamp = max([stamp, *(v + 1 for v in versions)])
     while fs.exists(fs.join(base, str(stamp))):
-        stamp += 1  # a clash in the same second gets a later name (TF sleeps instead)
+        stamp += 1
     return fs.join(base, str(stamp))
 
 

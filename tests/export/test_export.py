@@ -176,6 +176,22 @@ def test_exports_in_the_same_second_get_later_names(trained, tmp_path, monkeypat
     assert est.export.load(second).global_step == 3
 
 
+def test_a_later_export_sorts_after_every_earlier_one(trained, tmp_path, monkeypatch):
+    """Exports faster than one a second take names ahead of the clock; a later export whose
+    second is free (an older export deleted) still gets a later name: exporters keep the
+    largest versions, and an earlier name would have their garbage collection delete the
+    newest export (a BestExporter's best model) at once."""
+    now = [1_800_000_000.5]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    names = [trained.export_saved_model(str(tmp_path), raw_receiver()) for _ in range(3)]
+    # 1800000000 at the clock, then 1800000001 and 1800000002 ahead of it.
+    assert [os.path.basename(n) for n in names] == [b"1800000000", b"1800000001", b"1800000002"]
+    shutil.rmtree(tmp_path / "1800000000")  # exports_to_keep deleted the oldest
+    now[0] = 1_800_000_000.9  # the clock still in the same second
+    newest = trained.export_saved_model(str(tmp_path), raw_receiver())
+    assert os.path.basename(newest) == b"1800000003"  # not the freed 1800000000
+
+
 @pytest.fixture(scope="module")
 def all_modes(trained, tmp_path_factory):
     supervised = est.export.build_raw_supervised_input_receiver_fn(
