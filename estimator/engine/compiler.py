@@ -34,14 +34,12 @@ from estimator.engine.compile_policy import (
 from estimator.engine.compile_queue import CompileQueue
 from estimator.engine.eval_results import finalize
 from estimator.engine.init_run import abstract_init, init_state
+from estimator.engine.programs import PROGRAMS, TRAIN_METRICS, bind
 from estimator.engine.row_plan import planned
 from estimator.engine.steps import (
-    PROGRAMS,
-    TRAIN_METRICS,
     StepInfo,
     TrainState,
     batch_stats,
-    bind,
     run_model,
     summary_step,
     traced,
@@ -93,13 +91,13 @@ class StepCompiler:
     """Builds and compiles the step function of one mode (internal).
 
     With ``steps_per_call`` 1 (and for PREDICT) the program is the mode's single step. With
-    more, it is the mode's fused form (``estimator.engine.steps.train_steps``): up to
+    more, it is the mode's fused form (``estimator.engine.programs.train_steps``): up to
     ``steps_per_call`` batches in one call, how many given at run time, so one program per
     batch signature serves every call, one step or many.
 
     Args:
       model: the :class:`~estimator.model.ModelFunction`.
-      mode: a ``ModeKeys`` value (the step is ``estimator.engine.steps.PROGRAMS[mode]``).
+      mode: a ``ModeKeys`` value (the step is ``estimator.engine.programs.PROGRAMS[mode]``).
       state_sharding: ``state_sharding(state) -> pytree of shardings`` (None on one
         device).
       steps_per_call: the most steps one call runs (``RunConfig.steps_per_execution``).
@@ -261,7 +259,7 @@ class StepCompiler:
 
     def stacks(self, batch) -> bool:
         """Whether a fused call stacks batches like ``batch`` (see
-        ``estimator.engine.steps._loop``): host batches of at most ``STACK_BYTES_MAX``
+        ``estimator.engine.programs._loop``): host batches of at most ``STACK_BYTES_MAX``
         for all the call's slots. Larger ones would cost that memory again, for a saving
         (~1.5 µs a call argument) that their steps' own time dwarfs."""
         if self.steps_per_call == 1 or not self.host_batches:

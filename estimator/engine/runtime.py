@@ -45,9 +45,10 @@ from estimator.engine.loop import (
     loop_steps,
     run_loop,
 )
+from estimator.engine.programs import TRAIN_METRICS
 from estimator.engine.session import Session
 from estimator.engine.state import StateSource
-from estimator.engine.steps import TRAIN_METRICS, TrainState
+from estimator.engine.steps import TrainState
 from estimator.events.eval_history import write_eval_results
 from estimator.handlers.events import Dispatcher
 from estimator.hooks.basic import steps_bound

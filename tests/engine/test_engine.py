@@ -15,8 +15,9 @@ from estimator.engine.compiler import StepCompiler
 from estimator.engine.init_run import init_state
 from estimator.engine.input_pipeline import Prefetcher
 from estimator.engine.loop import run_loop
+from estimator.engine.programs import bind
 from estimator.engine.session import Session
-from estimator.engine.steps import StepInfo, bind, train_step
+from estimator.engine.steps import StepInfo, train_step
 from estimator.handlers.events import Dispatcher
 from estimator.mode_keys import ModeKeys
 from estimator.model import ModelFunction
