@@ -70,13 +70,11 @@ class _QueuedRunner:
         if apart:
             self.flush()
             values = self.compiler.summaries(self.state, batch)
-            self._many([batch])
-            self.steps_run += 1
+            self._one(batch)
             self.outputs = {**self.outputs, **values}
             return
         if self.k == 1:
-            self._many([batch])
-            self.steps_run += 1
+            self._one(batch)
             return
         shapes = _batch_shapes(batch)
         if self._pending and shapes != self._shapes:
@@ -85,6 +83,10 @@ class _QueuedRunner:
         self._pending.append(batch)
         if sync or len(self._pending) >= self.k:
             self.flush()
+
+    def _one(self, batch) -> None:
+        self._many([batch])
+        self.steps_run += 1
 
     def flush(self) -> None:
         pending = self._pending
