@@ -198,28 +198,30 @@ def ftrl(learning_rate: float, initial_accumulator_value: float = 0.1):
     return optax.GradientTransformation(init, update)
 
 
-def hand_model(census, kind: str, data: dict, seed: int):
-    """``(params, logits(params, *inputs), optimizer)`` of the hand-written model."""
+def hand_model(census, kind: str, data: dict):
+    """``(init(key) -> params, logits(params, *inputs), optimizer)`` of the hand-written
+    model."""
     import jax
     import jax.numpy as jnp
     import optax
 
-    key = jax.random.key(seed)
-    params = {}
-    if kind in ("linear", "wide_deep"):
-        params["wide"] = {"w": jnp.zeros((data["wide_rows"], 1)), "b": jnp.zeros((1,))}
-    if kind in ("dnn", "wide_deep"):
-        key, k_emb = jax.random.split(key)
-        dims = [data["dense"].shape[1] + 8, *census.HIDDEN_UNITS, 1]
-        layers = []
-        for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
-            key, k = jax.random.split(key)
-            kernel = jax.nn.initializers.glorot_uniform()(k, (fan_in, fan_out))
-            layers.append({"w": kernel, "b": jnp.zeros((fan_out,))})
-        embedding = jax.nn.initializers.truncated_normal(1 / np.sqrt(8))(
-            k_emb, (data["embedding_rows"], 8)
-        )
-        params["deep"] = {"embedding": embedding, "layers": layers}
+    def init(key):
+        params = {}
+        if kind in ("linear", "wide_deep"):
+            params["wide"] = {"w": jnp.zeros((data["wide_rows"], 1)), "b": jnp.zeros((1,))}
+        if kind in ("dnn", "wide_deep"):
+            key, k_emb = jax.random.split(key)
+            dims = [data["dense"].shape[1] + 8, *census.HIDDEN_UNITS, 1]
+            layers = []
+            for fan_in, fan_out in zip(dims[:-1], dims[1:], strict=True):
+                key, k = jax.random.split(key)
+                kernel = jax.nn.initializers.glorot_uniform()(k, (fan_in, fan_out))
+                layers.append({"w": kernel, "b": jnp.zeros((fan_out,))})
+            embedding = jax.nn.initializers.truncated_normal(1 / np.sqrt(8))(
+                k_emb, (data["embedding_rows"], 8)
+            )
+            params["deep"] = {"embedding": embedding, "layers": layers}
+        return params
 
     def wide_logits(p, ids):
         return jnp.sum(p["w"][ids, 0], axis=1) + p["b"][0]
@@ -234,9 +236,9 @@ def hand_model(census, kind: str, data: dict, seed: int):
 
     adagrad = optax.adagrad(0.05, initial_accumulator_value=0.1, eps=1e-7)
     if kind == "linear":
-        return params, lambda p, ids: wide_logits(p["wide"], ids), ftrl(0.2)
+        return init, lambda p, ids: wide_logits(p["wide"], ids), ftrl(0.2)
     if kind == "dnn":
-        return params, lambda p, dense, occ: deep_logits(p["deep"], dense, occ), adagrad
+        return init, lambda p, dense, occ: deep_logits(p["deep"], dense, occ), adagrad
 
     def logits(p, ids, dense, occupation):
         return wide_logits(p["wide"], ids) + deep_logits(p["deep"], dense, occupation)
@@ -245,7 +247,7 @@ def hand_model(census, kind: str, data: dict, seed: int):
     optimizer = optax.multi_transform(
         {"wide": ftrl(0.005), "deep": adagrad}, {"wide": "wide", "deep": "deep"}
     )
-    return params, logits, optimizer
+    return init, logits, optimizer
 
 
 def epoch_order(n: int, epochs: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -265,7 +267,7 @@ class HandLoop:
         self.kind = kind
         self.arrays = inputs_of(kind, data)
         self.rng = np.random.default_rng(seed)
-        params, self.logits, optimizer = hand_model(census, kind, data, seed)
+        init, self.logits, optimizer = hand_model(census, kind, data)
 
         def loss_fn(params, *batch):
             *inputs, labels = batch
@@ -278,7 +280,14 @@ class HandLoop:
             return optax.apply_updates(params, updates), opt_state, loss
 
         self.step = jax.jit(step, donate_argnums=(0, 1))
-        self.params, self.opt_state = params, optimizer.init(params)
+
+        def initial(key):
+            params = init(key)
+            return params, optimizer.init(params)
+
+        # One program for the initial variables and optimizer state (op by op, each random
+        # initializer and slot would be a program of its own).
+        self.params, self.opt_state = jax.jit(initial)(jax.random.key(seed))
         self.predict = jax.jit(lambda p, *inputs: jax.nn.sigmoid(self.logits(p, *inputs)))
 
     def train(self, epochs: int) -> None:
@@ -402,18 +411,25 @@ class KerasSide:
 # ----- one side of one model --------------------------------------------------------------------
 
 
-def make_side(side: str, census, kind: str, raw: tuple, seed: int):
-    """``(side object, train encoding, test encoding, encoding seconds)``."""
+def encode_side(census, kind: str, raw: tuple) -> tuple:
+    """``(train encoding, test encoding, encoding seconds)``: the features encoded once with
+    NumPy, as the hand loop and Keras take them."""
     stats = census.numeric_stats(raw[0])
     start = time.perf_counter()
     train = encode(census, kind, raw[0], raw[1], stats)
     test = encode(census, kind, raw[2], raw[3], stats)
-    encoding = time.perf_counter() - start
+    return train, test, time.perf_counter() - start
+
+
+def build_side(side: str, census, kind: str, raw: tuple, train: dict | None, seed: int):
+    """One side's model, built (the hand loop's and Keras's variables initialised; ours
+    initialises its variables in ``train()``). ``train``: the hand loop's and Keras's
+    encoded training data (:func:`encode_side`)."""
     if side == "ours":
-        return Ours(census, kind, raw, stats, seed), train, test, encoding
+        return Ours(census, kind, raw, census.numeric_stats(raw[0]), seed)
     if side == "hand":
-        return HandLoop(census, kind, train, seed), train, test, encoding
-    return KerasSide(census, kind, train, seed), train, test, encoding
+        return HandLoop(census, kind, train, seed)
+    return KerasSide(census, kind, train, seed)
 
 
 def cold_child(side: str, kind: str, seed: int, directory: str) -> None:
@@ -433,20 +449,16 @@ def cold_child(side: str, kind: str, seed: int, directory: str) -> None:
             compiles.append(seconds)
 
     jax.monitoring.register_event_duration_secs_listener(record)
-    stats = census.numeric_stats(raw[0])
+    train = test = None
+    encoding = 0.0  # ours: inside train() (the feature columns' host phase)
+    if side != "ours":
+        # The encoding first, not counted; the model is built (its variables initialised,
+        # their programs compiled) inside the timed part, as ours is in train().
+        train, test, encoding = encode_side(census, kind, raw)
     start = time.perf_counter()
-    if side == "ours":
-        model = Ours(census, kind, raw, stats, seed)
-        encoding = 0.0  # inside train(): the feature columns' host phase
-        model.train(COLD_EPOCHS)
-        cold = time.perf_counter() - start
-        test = None
-    else:
-        # Encoding first (not counted), then the model built and trained.
-        model, _, test, encoding = make_side(side, census, kind, raw, seed)
-        start = time.perf_counter()
-        model.train(COLD_EPOCHS)
-        cold = time.perf_counter() - start
+    model = build_side(side, census, kind, raw, train, seed)
+    model.train(COLD_EPOCHS)
+    cold = time.perf_counter() - start
     accuracy, auc = accuracy_auc(model.probabilities(test), test_labels(census, raw))
     if side == "ours":
         model.close()
@@ -552,7 +564,10 @@ def main() -> None:
         extra = args.extra_epochs or EXTRA_EPOCHS[kind]
         steady = {name: [] for name in side_names}
         if not args.no_steady:
-            sides = {name: make_side(name, census, kind, raw, args.seed)[0] for name in side_names}
+            train = encode_side(census, kind, raw)[0]
+            sides = {
+                name: build_side(name, census, kind, raw, train, args.seed) for name in side_names
+            }
             steady = steady_rounds(sides, n, extra, args.rounds)
             sides["ours"].close()
             del sides
