@@ -255,6 +255,56 @@ def test_repeated_calls_with_same_seed_draw_new_orders():
     assert not np.array_equal(a, b)
 
 
+def test_shuffled_batches_are_each_epochs_permutation_cut_in_order():
+    # Independent derivation: numpy_input_fn draws one permutation per epoch from
+    # default_rng([seed, call]) and cuts their concatenation into batches of 7 (a batch
+    # spans two epochs where one ends; the last holds the 3 * 50 % 7 = 3 left over).
+    # Gathering many batches' rows at once must not change a batch.
+    n, size, epochs = 50, 7, 3
+    x = {"a": np.arange(n, dtype=np.float32), "m": np.arange(2 * n).reshape(n, 2)}
+    y = np.arange(n) + 1000
+    rng = np.random.default_rng([5, 0])
+    order = np.concatenate([rng.permutation(n) for _ in range(epochs)])
+    fn = est.inputs.numpy_input_fn(x, y, batch_size=size, num_epochs=epochs, shuffle=True)
+    for mapped in (False, True):
+        batches = fn(_Config(5)) if not mapped else fn(_Config(5)).map_rows(lambda r: r)
+        got = list(batches)
+        assert [len(lab) for _, lab in got] == [7] * 21 + [3]
+        for i, (features, labels) in enumerate(got):
+            rows = order[i * size : (i + 1) * size]
+            np.testing.assert_array_equal(labels, rows + 1000)
+            np.testing.assert_array_equal(features["a"], rows)
+            np.testing.assert_array_equal(features["m"], x["m"][rows])
+        fn = est.inputs.numpy_input_fn(x, y, batch_size=size, num_epochs=epochs, shuffle=True)
+
+
+def test_a_shuffled_input_gathers_many_batches_at_once_within_its_memory_bound(monkeypatch):
+    from estimator.inputs import numpy_io
+
+    gathered = []  # rows of each gather of one array
+
+    def rows_at(array, index):
+        gathered.append(len(index))
+        return array.take(index, axis=0)
+
+    monkeypatch.setattr(numpy_io, "_rows_at", rows_at)
+    # Small rows (4 bytes, batch 4): the first batch alone (it is ready at once), then
+    # blocks of GATHER_BATCHES = 32 batches: 100 batches = 1 + 32 + 32 + 32 + 3.
+    fn = est.inputs.numpy_input_fn(
+        {"a": np.arange(400, dtype=np.float32)}, batch_size=4, num_epochs=1, shuffle=True
+    )
+    assert len(list(fn(_Config(0)))) == 100
+    assert gathered == [4, 128, 128, 128, 12]
+    # Large rows (1 MiB, batch 2): a block holds at most GATHER_BYTES = 4 MiB of rows, so
+    # 2 batches, not 32 (64 MiB): 6 batches = 1 + 2 + 2 + 1.
+    gathered.clear()
+    big = np.zeros((12, 256, 1024), np.float32)
+    fn = est.inputs.numpy_input_fn({"big": big}, batch_size=2, num_epochs=1, shuffle=True)
+    assert len(list(fn(_Config(0)))) == 6
+    assert (numpy_io.GATHER_BATCHES, numpy_io.GATHER_BYTES) == (32, 4 << 20)
+    assert gathered == [2, 4, 4, 2]
+
+
 # --- call_input_fn / fn_args --------------------------------------------------------------
 
 
