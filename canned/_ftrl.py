@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import optax
 from optax import GradientTransformation, ScalarOrSchedule
 
-from estimator.model.train_op import mark_row_wise
+from estimator.model.train_op import ELEMENTWISE, mark_row_wise
 
 __all__ = ["FtrlState", "ftrl"]
 
@@ -237,4 +237,4 @@ def ftrl(
 
     # Row-wise: a row's new weight depends on its own gradient and slots only, so the
     # Estimator may update only the looked-up rows of a table, as TF's SparseApplyFtrl.
-    return mark_row_wise(GradientTransformation(init_fn, update_fn))
+    return mark_row_wise(GradientTransformation(init_fn, update_fn), rule=ELEMENTWISE)

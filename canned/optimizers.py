@@ -25,7 +25,7 @@ import optax
 from optax import GradientTransformation, ScalarOrSchedule
 
 from canned._ftrl import ftrl
-from estimator.model.train_op import mark_row_wise
+from estimator.model.train_op import ELEMENTWISE, mark_row_wise
 
 __all__ = ["get_optimizer_instance"]
 
@@ -109,7 +109,8 @@ def _adagrad(learning_rate: ScalarOrSchedule) -> GradientTransformation:
         optax.chain(
             _scale_by_keras_adagrad(initial_accumulator_value=0.1, epsilon=_EPSILON),
             optax.scale_by_learning_rate(learning_rate),
-        )
+        ),
+        rule=ELEMENTWISE,
     )
 
 
@@ -128,7 +129,7 @@ def _rmsprop(learning_rate: ScalarOrSchedule) -> GradientTransformation:
 
 
 def _sgd(learning_rate: ScalarOrSchedule) -> GradientTransformation:
-    return mark_row_wise(optax.sgd(learning_rate))
+    return mark_row_wise(optax.sgd(learning_rate), rule=ELEMENTWISE)
 
 
 def _ftrl(learning_rate: ScalarOrSchedule) -> GradientTransformation:

@@ -21,7 +21,7 @@ from estimator.engine.steps import TrainState, replay, traced
 from estimator.mode_keys import ModeKeys
 from estimator.model.function import ModelFunction
 from estimator.model.rows import RowAccess
-from estimator.model.train_op import row_wise
+from estimator.model.train_op import row_rule, row_wise
 
 __all__ = ["abstract_init", "init_run", "init_state"]
 
@@ -62,6 +62,7 @@ def init_run(model: ModelFunction, features, labels, rng=None, *, mode: str) -> 
         params = jax.lax.optimization_barrier(frame.trainable)
         opt_state = tree_form.saved_form(spec.train_op.init(params))
         found = sparse.InitLookups(access.shapes, row_wise(spec.train_op))
+        model.row_rule = row_rule(spec.train_op)
         copies = {"lookups": access.reads, "optimizer": params, "found": found}
     state = TrainState(
         frame.trainable,

@@ -36,6 +36,7 @@ from estimator.model.rows import LOOKUP_SCOPE, PlanMismatch
 __all__ = [
     "TABLE_SCOPE",
     "LookupsFound",
+    "RuleFound",
     "digest",
     "keep",
     "lookups_only",
@@ -77,6 +78,12 @@ def keep(model: ModelFunction, key: tuple, plan: dict[str, int]) -> None:
 class LookupsFound(Exception):
     """A train step traced without a sparse plan found lookups it may update row by row
     (``args[0]``: the tables ``lookup_rows`` read); see :func:`planned`."""
+
+
+class RuleFound(Exception):
+    """A train step traced with other table groups than its ``train_op``'s ``row_rule``
+    gives (``args[0]``; not known before, as in a training resumed from a checkpoint, or
+    changed): see :func:`planned` and ``estimator.engine.sparse.table_groups``."""
 
 
 class _Unchecked:
@@ -173,6 +180,8 @@ def planned(model: ModelFunction, trace: Callable[[], Any], renew: Callable[[], 
     traced again when its sparse plan did not hold:
 
     * it raised :class:`LookupsFound`: traced again with those tables as candidates;
+    * it raised :class:`RuleFound`: traced again with that rule's table groups (the
+      program a first training, whose init run shows the rule, traces at once);
     * it used a recorded plan (:func:`tables`) that its trace contradicts (a
       ``PlanMismatch``, or :func:`lookups_only` false): the plan is dropped for its key
       and the step traced again (``renew()`` first: ``jax.jit`` keeps a finished trace, and
@@ -187,6 +196,10 @@ def planned(model: ModelFunction, trace: Callable[[], Any], renew: Callable[[], 
         except LookupsFound as found:
             model.unchecked.clear()
             model.init_lookups[ModeKeys.TRAIN] = found.args[0]
+            continue
+        except RuleFound as found:
+            model.unchecked.clear()
+            model.row_rule = found.args[0]
             continue
         except PlanMismatch:
             _reject(model, cached)

@@ -59,7 +59,7 @@ from estimator.model import dtype_policy
 from estimator.model.function import ModelFunction
 from estimator.model.rows import RowAccess
 from estimator.model.spec import EstimatorSpec
-from estimator.model.train_op import row_wise
+from estimator.model.train_op import row_rule, row_wise
 
 __all__ = [
     "FetchName",
@@ -306,18 +306,32 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     known = model.init_lookups.get(ModeKeys.TRAIN, frozenset())
     tables = _sparse_tables(model, state, features, labels)
     # Small tables are differentiated whole, as dense variables; their lookups' ids give
-    # the rows the step updates (estimator.engine.sparse.whole_tables).
+    # the rows the step updates (estimator.engine.sparse.whole_tables). Those under one
+    # elementwise rule of train_op are one array (sparse.table_groups), by its first name.
     whole = sparse.whole_tables(tables, state.trainable)
-    dense = {k: v for k, v in state.trainable.items() if k not in tables or k in whole}
+    groups = sparse.table_groups(whole, state.trainable, model.row_rule)
+    grouped = frozenset(n for g in groups for n in g.names)
+    dense = {
+        k: v
+        for k, v in state.trainable.items()
+        if (k not in tables or k in whole) and k not in grouped
+    }
+    dense.update(sparse.join_tables(groups, state.trainable))
 
     def loss_fn(dense, deltas):
         access = (
-            RowAccess(deltas=deltas, whole=whole, recorded=bool(model.unchecked))
+            RowAccess(
+                deltas=deltas,
+                whole=whole,
+                grouped=sparse.group_lookups(groups, dense),
+                recorded=bool(model.unchecked),
+            )
             if tables
             else None
         )
-        marked = row_plan.mark(model, {**state.trainable, **dense}, tables)
-        trainable = {**state.trainable, **dense, **marked}
+        plain = {k: v for k, v in dense.items() if k not in grouped}
+        marked = row_plan.mark(model, {**state.trainable, **plain}, tables)
+        trainable = {**state.trainable, **plain, **marked}
         spec, frame, outputs, info = _run(
             model, ModeKeys.TRAIN, state, features, labels, trainable, access, metrics
         )
@@ -325,6 +339,9 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         model.sparse_candidates = frozenset(n for n in frame.lookups if rows_ok(n))
         if model.sparse_candidates - known:
             raise row_plan.LookupsFound(known | frame.lookups)
+        rule = row_rule(info.train_op)
+        if sparse.table_groups(whole, state.trainable, rule) != groups:
+            raise row_plan.RuleFound(rule)
         opt_state = _optimizer_state(info.train_op, state)
         # mixed_float16: the loss is differentiated scaled; train_op unscales (dtype_policy).
         scale = dtype_policy.loss_scale(opt_state)
@@ -344,8 +361,21 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     )
     loss, non_trainable, outputs, info, ids, batch_metrics, old_opt_state = aux
     stats = _train_stats(model, state, features, labels, batch_metrics, loss) if metrics else None
+    # The update sees each group as one table (its array, slots, ids and row mask).
+    old_opt_state = sparse.group_slots(old_opt_state, groups, state.trainable)
+    firsts = {g.names[0] for g in groups}
+    updated = (tables.keys() - grouped) | firsts
+    variables = {**state.trainable, **{name: dense[name] for name in firsts}}
     rows = (
-        sparse.gather(state.trainable, old_opt_state, delta_grads, ids, whole) if tables else None
+        sparse.gather(
+            variables,
+            old_opt_state,
+            delta_grads,
+            sparse.group_ids(groups, ids),
+            (whole - grouped) | firsts,
+        )
+        if tables
+        else None
     )
     params = dense if rows is None else {**dense, **rows.params}
     opt_state = old_opt_state if rows is None else rows.state
@@ -372,10 +402,11 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     finite = jnp.isfinite(loss)
     healthy = finite & (state.non_finite_step < 0)
     trainable, non_trainable, opt_state = jax.lax.cond(healthy, apply, skip, None)
-    if rows is not None and len(rows.whole) < len(tables):
-        new_rows = {name: trainable.pop(name) for name in tables if name not in rows.whole}
-        full, opt_state = sparse.scatter(rows, state.trainable, old_opt_state, new_rows, opt_state)
+    if rows is not None and len(rows.whole) < len(updated):
+        new_rows = {name: trainable.pop(name) for name in updated if name not in rows.whole}
+        full, opt_state = sparse.scatter(rows, variables, old_opt_state, new_rows, opt_state)
         trainable = {**full, **trainable}
+    trainable, opt_state = sparse.split_tables(groups, trainable, opt_state)
     new_state = TrainState(
         trainable,
         non_trainable,

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import optax
 
 from estimator.config.dtype_policies import DTypePolicy
-from estimator.model.train_op import mark_row_wise
+from estimator.model.train_op import mark_row_wise, row_rule
 from estimator.model.variables import current_frame
 
 __all__ = [
@@ -163,7 +163,8 @@ def loss_scaling(
 
     transform = optax.GradientTransformationExtraArgs(init, update)
     rows = getattr(inner, "row_wise", None)
-    return transform if rows is None else mark_row_wise(transform, rows)
+    # The loss scale is one scalar for every variable: it keeps the inner rule.
+    return transform if rows is None else mark_row_wise(transform, rows, row_rule(inner))
 
 
 def loss_scale(opt_state: Any) -> jax.Array | None:

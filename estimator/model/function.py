@@ -166,6 +166,9 @@ class ModelFunction:
         # The tables the last train step looked up under a train_op that may update them
         # row by row (the sparse plan's candidates; saved in checkpoints' metadata).
         self.sparse_candidates: frozenset = frozenset()
+        # row_rule(train_op) of the TRAIN mode's model_fn, once a run showed it (the init
+        # run, else a train step's trace): the tables a train step updates as one array.
+        self.row_rule = None
         self.step_traces: dict = {}  # see estimator.engine.steps.traced
         # Batches may be padded (estimator.model.padding.masks_padding).
         self.masks_padding = bool(getattr(model_fn, "masks_padding", False))

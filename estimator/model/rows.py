@@ -54,6 +54,9 @@ class RowAccess:
       whole: differentiated run: the tables differentiated whole (as dense variables)
         whose lookups' ids are recorded (the rows the step updates: see
         ``estimator.engine.sparse.whole_tables``); their lookups are plain gathers.
+      grouped: differentiated run: ``{name: (array, offset)}`` for the tables of ``whole``
+        that are rows of one array the step differentiates (``estimator.engine.sparse.
+        table_groups``): their lookups gather from it.
       recorded: differentiated run whose ``deltas`` follow a plan a checkpoint recorded,
         not yet checked against this ``model_fn``: another number of ids raises
         :class:`PlanMismatch`, not ``RuntimeError``.
@@ -71,12 +74,14 @@ class RowAccess:
         deltas: dict | None = None,
         tagged: bool = False,
         whole: frozenset = frozenset(),
+        grouped: dict | None = None,
         recorded: bool = False,
     ) -> None:
         self.shadows = shadows
         self.deltas = deltas
         self.tagged = tagged
         self.whole = whole
+        self.grouped = grouped or {}
         self.recorded = recorded
         self.ids: dict[str, list] = {}
         self.shapes: dict[str, list] = {}
@@ -99,7 +104,10 @@ class RowAccess:
         if name in self.whole:
             self.ids.setdefault(name, []).append(ids.reshape(-1))
             with jax.named_scope(LOOKUP_SCOPE):
-                return _gather(table, ids)
+                if name not in self.grouped:
+                    return _gather(table, ids)
+                array, offset = self.grouped[name]
+                return _gather(array, jnp.where(_valid(ids, table), ids + offset, -1))
         if self.deltas is None or name not in self.deltas:
             return None
         delta = self.deltas[name]

@@ -19,7 +19,7 @@ to the looked-up rows of a table only (TF's sparse updates; ``estimator.model.ro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -71,18 +71,37 @@ def train_op_by_scope(transforms: Mapping[str, optax.GradientTransformation]):
     rows = {scope: row_wise(transform) for scope, transform in by_scope.items()}
     if all(r is _NO_ROWS for r in rows.values()):
         return combined
-    return mark_row_wise(combined, lambda name: rows.get(scope_of(name), _NO_ROWS)(name))
+    rules = {scope: row_rule(transform) for scope, transform in by_scope.items()}
+
+    def rule(name: str) -> Hashable | None:
+        scope = scope_of(name)
+        key = rules.get(scope, _NO_RULE)(name)
+        return None if key is None else (scope, key)
+
+    return mark_row_wise(combined, lambda name: rows.get(scope_of(name), _NO_ROWS)(name), rule)
 
 
 class _RowWise(optax.GradientTransformationExtraArgs):
     """An optax transformation with :attr:`row_wise`: the names of the variables it may
-    update row by row (no ``__slots__``: instances carry that attribute)."""
+    update row by row, and :attr:`row_rule` (see :func:`row_rule`; no ``__slots__``:
+    instances carry these attributes)."""
 
     row_wise: Callable[[str], bool]
+    row_rule: Callable[[str], Hashable | None]
 
 
 def _NO_ROWS(name: str) -> bool:
     return False
+
+
+def _NO_RULE(name: str) -> None:
+    return None
+
+
+def ELEMENTWISE(name: str) -> Hashable:
+    """The :func:`row_rule` of a transformation that updates every variable by the same
+    elementwise rule (the canned FTRL, Adagrad and SGD): one key for all."""
+    return ()
 
 
 def row_wise(train_op) -> Callable[[str], bool]:
@@ -91,15 +110,27 @@ def row_wise(train_op) -> Callable[[str], bool]:
     return getattr(train_op, "row_wise", _NO_ROWS)
 
 
+def row_rule(train_op) -> Callable[[str], Hashable | None]:
+    """``name -> key``: variables with the same key (not None) are updated by ``train_op``
+    with one elementwise rule, with no state or hyperparameter of their own, so a train step
+    may update them as one concatenated array with the same result (internal;
+    ``estimator.engine.sparse.table_groups``). None, the default: no such promise."""
+    return getattr(train_op, "row_rule", _NO_RULE)
+
+
 def mark_row_wise(
-    transform: optax.GradientTransformation, rows: Callable[[str], bool] | None = None
+    transform: optax.GradientTransformation,
+    rows: Callable[[str], bool] | None = None,
+    rule: Callable[[str], Hashable | None] | None = None,
 ) -> optax.GradientTransformation:
     """``transform``, declared row-wise for the variables ``rows`` names (all by default),
     without the check :func:`sparse_updates` makes (internal: for transformations known to be
-    row-wise, such as the canned FTRL, Adagrad and SGD)."""
+    row-wise, such as the canned FTRL, Adagrad and SGD), with ``rule`` as its
+    :func:`row_rule` (:func:`ELEMENTWISE` for those three; default: none)."""
     extra = optax.with_extra_args_support(transform)
     marked = _RowWise(extra.init, extra.update)
     marked.row_wise = rows or (lambda name: True)
+    marked.row_rule = rule or _NO_RULE
     return marked
 
 

@@ -435,3 +435,112 @@ def test_a_table_replaced_by_init_from_checkpoint_after_its_reads_stays_dense(tm
         assert row_tables(e) == ()
         tables[name] = e.get_variable_value("emb/table")
     np.testing.assert_array_equal(tables["sparse"], tables["dense"])
+
+
+# --- tables under one elementwise rule: one array in the step -------------------------------
+
+SCOPED_TABLES = {  # name: (rows, row width); ids of each go up to rows + 2 (out of range)
+    "linear/a": (5, 1),
+    "linear/b": (9, 1),
+    "linear/c": (4, 2),  # another row shape: not with a and b
+    "dnn/e1": (6, 1),  # another rule (Adagrad, its own scope): not with a and b
+    "dnn/e2": (8, 1),
+}
+SCOPED_IDS = {
+    name: RNG.integers(-1, rows + 3, size=(64, 2)).astype(np.int32)
+    for name, (rows, _) in SCOPED_TABLES.items()
+}
+
+
+def scoped_model_fn(features, labels, mode, params):
+    logits = est.get_variable("linear/bias", [1], initializer=est.initializers.zeros_initializer())[
+        0
+    ]
+    for name, (rows, width) in SCOPED_TABLES.items():
+        # FTRL's weights start at zero, as TF's linear models' (its dense update sets the
+        # weights of rows without gradient from their slots: zero at the start).
+        initial = est.initializers.random_normal_initializer()
+        if name.startswith("linear/"):
+            initial = est.initializers.zeros_initializer()
+        table = est.get_variable(name, [rows, width], initializer=initial)
+        logits = logits + jnp.sum(lookup_rows(table, features[name]), axis=(1, 2))
+    loss = jnp.mean((logits - labels) ** 2)
+    return est.EstimatorSpec(mode, loss=loss, predictions=logits, train_op=params["opt"]())
+
+
+def scoped_estimator(path, plain=False):
+    from canned.optimizers import get_optimizer_instance
+
+    def opt():
+        ftrl, adagrad = canned.ftrl(0.2), get_optimizer_instance("Adagrad", 0.1)
+        if plain:
+            ftrl, adagrad = dense(ftrl), dense(adagrad)
+        return est.train_op_by_scope({"linear": ftrl, "dnn": adagrad})
+
+    return est.Estimator(
+        scoped_model_fn, str(path), est.RunConfig(tf_random_seed=3), params={"opt": opt}
+    )
+
+
+def scoped_input(epochs=2):
+    return est.inputs.numpy_input_fn(
+        SCOPED_IDS, TARGETS, batch_size=16, num_epochs=epochs, shuffle=False
+    )
+
+
+@pytest.fixture
+def formed_groups(monkeypatch):
+    """The table groups each train step was traced with (sparse.table_groups's results)."""
+    formed = []
+    real = sparse_engine.table_groups
+
+    def spy(whole, trainable, rule):
+        groups = real(whole, trainable, rule)
+        formed.append(tuple(g.names for g in groups))
+        return groups
+
+    monkeypatch.setattr(sparse_engine, "table_groups", spy)
+    return formed
+
+
+def test_tables_under_one_elementwise_rule_are_updated_as_one_array(tmp_path, formed_groups):
+    grouped = train(scoped_estimator(tmp_path / "g"), fn=scoped_input())
+    # Same row shape and the same scope's FTRL (or Adagrad): one array each; linear/c (2
+    # wide) alone. The step's trace checks them against its train_op's rule.
+    assert set(formed_groups) == {(("dnn/e1", "dnn/e2"), ("linear/a", "linear/b"))}
+    plain = train(scoped_estimator(tmp_path / "d", plain=True), fn=scoped_input())
+    assert row_tables(plain) == ()
+    assert row_tables(grouped) == tuple(sorted(SCOPED_TABLES))
+    # Tables, FTRL's and Adagrad's slots as the dense update gives them (ids out of range
+    # and -1 looked up nothing), each table still a variable of its own.
+    assert {n: v.shape for n, v in grouped.final_state.trainable.items()} == {
+        "linear/bias": (1,),
+        **{n: shape for n, shape in SCOPED_TABLES.items()},
+    }
+    assert_same_variables(grouped, plain)
+
+
+def test_a_resumed_training_groups_the_tables_as_a_first_one(tmp_path, formed_groups):
+    straight = train(scoped_estimator(tmp_path / "straight"), fn=scoped_input(2))
+    first_program = _step_hlo(straight)
+    scoped_estimator(tmp_path / "resumed").train(scoped_input(1))
+    formed_groups.clear()
+    # A new Estimator restores the state from the checkpoint, with no init run to show the
+    # train_op's rule: the step's first trace finds it and the step is traced again.
+    again = train(scoped_estimator(tmp_path / "resumed"), fn=scoped_input(1))
+    assert formed_groups[0] == () and formed_groups[-1] == (
+        ("dnn/e1", "dnn/e2"),
+        ("linear/a", "linear/b"),
+    )
+    assert_same_variables(straight, again, rtol=1e-6)
+    assert again.runtime.compile_counts()["train"] == 1
+    assert _step_hlo(again) == first_program  # one program: one compilation cache entry
+
+
+def _step_hlo(model) -> str:
+    (program,) = [
+        p.executable
+        for key, p in model.runtime.compiler(est.ModeKeys.TRAIN)._queue._programs.items()
+        if key[0] == "step"
+    ]
+    return program.as_text()
