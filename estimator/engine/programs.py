@@ -16,6 +16,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from estimator.engine import sparse
 from estimator.engine.steps import (
     TrainState,
     eval_step,
@@ -81,14 +82,32 @@ def _loop(step: Callable, fixed, carry, batches, n, stacked: bool):
 
     trace = jax.make_jaxpr(step, return_shape=True)(fixed, carry, first)
     _, output_shapes, info = trace[1]
+    # The train state is carried with the tables the step updates as one array joined
+    # (estimator.engine.sparse.table_groups): the step's join of the tables is then a
+    # concatenation of adjacent slices of the carried array, and the loop's join of its
+    # result the same of its split, which XLA folds away: the join and split run once a
+    # call, not once a step.
+    join = functools.partial(_states, sparse.join_state, info.groups)
+    split = functools.partial(_states, sparse.split_state, info.groups)
 
     def body(i, value):
-        new_carry, outputs, _ = replay(trace, fixed, value[0], pick(i))
-        return new_carry, outputs
+        new_carry, outputs, _ = replay(trace, fixed, split(value[0]), pick(i))
+        return join(new_carry), outputs
 
     zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), output_shapes)
-    carry, outputs = jax.lax.fori_loop(0, n, body, (carry, zeros))
-    return carry, outputs, info
+    carry, outputs = jax.lax.fori_loop(0, n, body, (join(carry), zeros))
+    return split(carry), outputs, info
+
+
+def _states(convert: Callable, groups: tuple, tree):
+    """``tree`` with ``convert(state, groups)`` applied to each ``TrainState`` in it."""
+    if not groups:
+        return tree
+    return jax.tree.map(
+        lambda x: convert(x, groups) if isinstance(x, TrainState) else x,
+        tree,
+        is_leaf=lambda x: isinstance(x, TrainState),
+    )
 
 
 def train_steps(model: ModelFunction, state: TrainState, batches, n, stacked: bool = False):

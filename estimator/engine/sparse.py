@@ -65,12 +65,14 @@ __all__ = [
     "group_ids",
     "group_lookups",
     "group_slots",
+    "join_state",
     "join_tables",
     "looked_up_only",
     "plan",
     "plan_from_init",
     "scatter",
     "split_slots",
+    "split_state",
     "split_tables",
     "table_groups",
     "whole_tables",
@@ -309,6 +311,28 @@ def split_tables(groups: tuple, trainable: dict, opt_state) -> tuple:
     for group in groups:
         trainable.update(group.split(trainable.pop(group.names[0])))
     return trainable, split_slots(opt_state, groups)
+
+
+def join_state(state, groups: tuple):
+    """``state`` (a ``TrainState``) with each group's tables and slots joined (the carry of
+    a fused call's loop: its steps' own joins and splits then cancel out in XLA, see
+    ``estimator.engine.programs``)."""
+    if not groups:
+        return state
+    grouped = {n for g in groups for n in g.names}
+    trainable = {k: v for k, v in state.trainable.items() if k not in grouped}
+    trainable.update(join_tables(groups, state.trainable))
+    return state._replace(
+        trainable=trainable, opt_state=group_slots(state.opt_state, groups, state.trainable)
+    )
+
+
+def split_state(state, groups: tuple):
+    """:func:`join_state` undone."""
+    if not groups:
+        return state
+    trainable, opt_state = split_tables(groups, state.trainable, state.opt_state)
+    return state._replace(trainable=trainable, opt_state=opt_state)
 
 
 def group_slots(opt_state, groups: tuple, trainable: dict):

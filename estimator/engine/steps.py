@@ -120,6 +120,8 @@ class StepInfo:
         ``estimator.engine.sparse``), sorted; ``()`` outside TRAIN.
       apart: the output names that the step leaves to :func:`summary_step` (array
         summaries), sorted; also in ``output_names``.
+      groups: the ``estimator.engine.sparse.Group`` s of tables the train step updates as
+        one array; ``()`` outside TRAIN.
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class StepInfo:
         train_op,
         row_tables: tuple = (),
         apart: tuple = (),
+        groups: tuple = (),
     ) -> None:
         self.hooks = hooks
         self.chief_hooks = chief_hooks
@@ -137,6 +140,7 @@ class StepInfo:
         self.train_op = train_op
         self.row_tables = row_tables
         self.apart = apart
+        self.groups = groups
 
     def replace(self, **changes) -> StepInfo:
         """A copy with ``changes`` (keyword arguments named as the attributes)."""
@@ -416,7 +420,7 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         state.rng,
     )
     if tables:
-        info = info.replace(row_tables=tuple(sorted(tables)))
+        info = info.replace(row_tables=tuple(sorted(tables)), groups=groups)
     return new_state, outputs, info, stats
 
 
