@@ -16,7 +16,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from estimator.engine import sparse
+from estimator.engine import table_groups
 from estimator.engine.steps import (
     TrainState,
     eval_step,
@@ -83,12 +83,12 @@ def _loop(step: Callable, fixed, carry, batches, n, stacked: bool):
     trace = jax.make_jaxpr(step, return_shape=True)(fixed, carry, first)
     _, output_shapes, info = trace[1]
     # The train state is carried with the tables the step updates as one array joined
-    # (estimator.engine.sparse.table_groups): the step's join of the tables is then a
+    # (estimator.engine.table_groups): the step's join of the tables is then a
     # concatenation of adjacent slices of the carried array, and the loop's join of its
     # result the same of its split, which XLA folds away: the join and split run once a
     # call, not once a step.
-    join = functools.partial(_states, sparse.join_state, info.groups)
-    split = functools.partial(_states, sparse.split_state, info.groups)
+    join = functools.partial(_states, table_groups.join_state, info.groups)
+    split = functools.partial(_states, table_groups.split_state, info.groups)
 
     def body(i, value):
         new_carry, outputs, _ = replay(trace, fixed, split(value[0]), pick(i))

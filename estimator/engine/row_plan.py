@@ -83,7 +83,7 @@ class LookupsFound(Exception):
 class RuleFound(Exception):
     """A train step traced with other table groups than its ``train_op``'s ``row_rule``
     gives (``args[0]``; not known before, as in a training resumed from a checkpoint, or
-    changed): see :func:`planned` and ``estimator.engine.sparse.table_groups``."""
+    changed): see :func:`planned` and ``estimator.engine.table_groups``."""
 
 
 class _Unchecked:

@@ -50,7 +50,7 @@ import optax
 
 from estimator import keys
 from estimator.checkpoint import tree_form
-from estimator.engine import row_plan, sparse
+from estimator.engine import row_plan, sparse, table_groups
 from estimator.events import histograms
 from estimator.hooks.session_run_hook import SessionRunHook
 from estimator.hooks.summary import HISTOGRAM, ROW_MASK_SUFFIX, kind_of
@@ -120,7 +120,7 @@ class StepInfo:
         ``estimator.engine.sparse``), sorted; ``()`` outside TRAIN.
       apart: the output names that the step leaves to :func:`summary_step` (array
         summaries), sorted; also in ``output_names``.
-      groups: the ``estimator.engine.sparse.Group`` s of tables the train step updates as
+      groups: the ``estimator.engine.table_groups.Group`` s of tables the train step updates as
         one array; ``()`` outside TRAIN.
     """
 
@@ -311,23 +311,23 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     tables = _sparse_tables(model, state, features, labels)
     # Small tables are differentiated whole, as dense variables; their lookups' ids give
     # the rows the step updates (estimator.engine.sparse.whole_tables). Those under one
-    # elementwise rule of train_op are one array (sparse.table_groups), by its first name.
+    # elementwise rule of train_op are one array (estimator.engine.table_groups), by its first name.
     whole = sparse.whole_tables(tables, state.trainable)
-    groups = sparse.table_groups(whole, state.trainable, model.row_rule)
+    groups = table_groups.table_groups(whole, state.trainable, model.row_rule)
     grouped = frozenset(n for g in groups for n in g.names)
     dense = {
         k: v
         for k, v in state.trainable.items()
         if (k not in tables or k in whole) and k not in grouped
     }
-    dense.update(sparse.join_tables(groups, state.trainable))
+    dense.update(table_groups.join_tables(groups, state.trainable))
 
     def loss_fn(dense, deltas):
         access = (
             RowAccess(
                 deltas=deltas,
                 whole=whole,
-                grouped=sparse.group_lookups(groups, dense),
+                grouped=table_groups.group_lookups(groups, dense),
                 recorded=bool(model.unchecked),
             )
             if tables
@@ -344,7 +344,7 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         if model.sparse_candidates - known:
             raise row_plan.LookupsFound(known | frame.lookups)
         rule = row_rule(info.train_op)
-        if sparse.table_groups(whole, state.trainable, rule) != groups:
+        if table_groups.table_groups(whole, state.trainable, rule) != groups:
             raise row_plan.RuleFound(rule)
         opt_state = _optimizer_state(info.train_op, state)
         # mixed_float16: the loss is differentiated scaled; train_op unscales (dtype_policy).
@@ -366,7 +366,7 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     loss, non_trainable, outputs, info, ids, batch_metrics, old_opt_state = aux
     stats = _train_stats(model, state, features, labels, batch_metrics, loss) if metrics else None
     # The update sees each group as one table (its array, slots, ids and row mask).
-    old_opt_state = sparse.group_slots(old_opt_state, groups, state.trainable)
+    old_opt_state = table_groups.group_slots(old_opt_state, groups, state.trainable)
     firsts = {g.names[0] for g in groups}
     updated = (tables.keys() - grouped) | firsts
     variables = {**state.trainable, **{name: dense[name] for name in firsts}}
@@ -375,7 +375,7 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
             variables,
             old_opt_state,
             delta_grads,
-            sparse.group_ids(groups, ids),
+            table_groups.group_ids(groups, ids),
             (whole - grouped) | firsts,
         )
         if tables
@@ -410,7 +410,7 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
         new_rows = {name: trainable.pop(name) for name in updated if name not in rows.whole}
         full, opt_state = sparse.scatter(rows, variables, old_opt_state, new_rows, opt_state)
         trainable = {**full, **trainable}
-    trainable, opt_state = sparse.split_tables(groups, trainable, opt_state)
+    trainable, opt_state = table_groups.split_tables(groups, trainable, opt_state)
     new_state = TrainState(
         trainable,
         non_trainable,

@@ -55,8 +55,8 @@ class RowAccess:
         whose lookups' ids are recorded (the rows the step updates: see
         ``estimator.engine.sparse.whole_tables``); their lookups are plain gathers.
       grouped: differentiated run: ``{name: (array, offset)}`` for the tables of ``whole``
-        that are rows of one array the step differentiates (``estimator.engine.sparse.
-        table_groups``): their lookups gather from it.
+        that are rows of one array the step differentiates
+        (``estimator.engine.table_groups``): their lookups gather from it.
       recorded: differentiated run whose ``deltas`` follow a plan a checkpoint recorded,
         not yet checked against this ``model_fn``: another number of ids raises
         :class:`PlanMismatch`, not ``RuntimeError``.

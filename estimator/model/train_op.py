@@ -114,7 +114,7 @@ def row_rule(train_op) -> Callable[[str], Hashable | None]:
     """``name -> key``: variables with the same key (not None) are updated by ``train_op``
     with one elementwise rule, with no state or hyperparameter of their own, so a train step
     may update them as one concatenated array with the same result (internal;
-    ``estimator.engine.sparse.table_groups``). None, the default: no such promise."""
+    ``estimator.engine.table_groups``). None, the default: no such promise."""
     return getattr(train_op, "row_rule", _NO_RULE)
 
 

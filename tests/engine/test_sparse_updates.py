@@ -20,7 +20,7 @@ import canned
 import estimator as est
 from canned import feature_column as fc
 from estimator.compat import v1 as tf
-from estimator.engine import init_run
+from estimator.engine import init_run, table_groups
 from estimator.engine import sparse as sparse_engine
 from estimator.model.function import ModelFunction
 from estimator.model.rows import lookup_rows
@@ -490,16 +490,16 @@ def scoped_input(epochs=2):
 
 @pytest.fixture
 def formed_groups(monkeypatch):
-    """The table groups each train step was traced with (sparse.table_groups's results)."""
+    """The table groups each train step was traced with (table_groups.table_groups's results)."""
     formed = []
-    real = sparse_engine.table_groups
+    real = table_groups.table_groups
 
     def spy(whole, trainable, rule):
         groups = real(whole, trainable, rule)
         formed.append(tuple(g.names for g in groups))
         return groups
 
-    monkeypatch.setattr(sparse_engine, "table_groups", spy)
+    monkeypatch.setattr(table_groups, "table_groups", spy)
     return formed
 
 
