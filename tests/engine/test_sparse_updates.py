@@ -544,3 +544,41 @@ def _step_hlo(model) -> str:
         if key[0] == "step"
     ]
     return program.as_text()
+
+
+def test_grouped_tables_partitioned_over_a_mesh_update_as_replicated_ones(tmp_path, formed_groups):
+    from canned.optimizers import get_optimizer_instance
+
+    sizes = {"emb/a": 8, "emb/b": 12}  # rows divisible by the 4 devices
+    ids = {
+        n: RNG.integers(-1, rows + 2, size=(64, 2)).astype(np.int32) for n, rows in sizes.items()
+    }
+
+    def model_fn(features, labels, mode, params):
+        logits = 0.0
+        for name, rows in sizes.items():
+            table = est.get_variable(
+                name, [rows, 1], initializer=est.initializers.random_normal_initializer()
+            )
+            logits = logits + jnp.sum(lookup_rows(table, features[name]), axis=(1, 2))
+        loss = jnp.mean((logits - labels) ** 2)
+        train_op = get_optimizer_instance("Adagrad", 0.1)
+        return est.EstimatorSpec(mode, loss=loss, predictions=logits, train_op=train_op)
+
+    def estimator(name, **config):
+        return est.Estimator(
+            model_fn, str(tmp_path / name), est.RunConfig(tf_random_seed=3, **config)
+        )
+
+    fn = est.inputs.numpy_input_fn(ids, TARGETS, batch_size=16, num_epochs=2, shuffle=False)
+    single = train(estimator("one"), fn=fn)
+    sharded = train(
+        estimator(
+            "sharded",
+            mesh=Mesh(np.array(jax.devices()[:4]), ("data",)),
+            variable_partitions={r"emb/": PartitionSpec("data", None)},
+        ),
+        fn=fn,
+    )
+    assert set(formed_groups) == {(("emb/a", "emb/b"),)}
+    assert_same_variables(single, sharded, rtol=1e-5)
