@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
-import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -116,25 +115,29 @@ GATHER_BATCHES = 32
 GATHER_BYTES = 4 << 20
 
 
-def _gather_block(data: dict, batch_size: int) -> int:
-    """How many batches of ``data`` (``{key: array [n, ...]}``) a shuffled input gathers at
+def _gather_block(batch, batch_size: int) -> int:
+    """How many batches like ``batch`` (a pytree of arrays of ``batch_size`` rows, as the
+    input hands them out: after a host phase that maps rows) a shuffled input gathers at
     once: at most ``GATHER_BATCHES``, and their rows at most ``GATHER_BYTES`` (at least 1)."""
-    row_bytes = sum(v.itemsize * math.prod(v.shape[1:]) for v in data.values())
-    return max(1, min(GATHER_BATCHES, GATHER_BYTES // max(row_bytes * batch_size, 1)))
+    nbytes = sum(np.asarray(v).nbytes for v in jax.tree.leaves(batch))
+    return max(1, min(GATHER_BATCHES, GATHER_BYTES // max(nbytes, 1)))
 
 
-def _shuffled(take, n: int, batch_size: int, num_epochs: int | None, rng, block: int = 1):
+def _shuffled(take, n: int, batch_size: int, num_epochs: int | None, rng):
     """Batches of the examples in a new random order each epoch, epoch after epoch. After
-    the first batch (taken alone: ``Batches`` maps it on its own rows), the rows of up to
-    ``block`` batches are taken at once and cut into views; the batches are the same."""
+    the first batch (taken alone: ``Batches`` maps it on its own rows), the rows of several
+    batches (:func:`_gather_block`, from the first batch's size) are taken at once and cut
+    into views; the batches are the same."""
     pending = np.empty((0,), np.int64)
-    count = 1
+    count, block = 1, None
     for _ in itertools.count() if num_epochs is None else range(num_epochs):
         pending = np.concatenate([pending, rng.permutation(n)])
         while len(pending) >= batch_size:
             count = min(count, len(pending) // batch_size)
             rows = take(pending[: count * batch_size])
             pending = pending[count * batch_size :]
+            if block is None:  # the first batch
+                block = _gather_block(rows, batch_size)
             yield from _views(rows, batch_size, count)
             count = block
     if len(pending):
@@ -208,8 +211,7 @@ def numpy_input_fn(
 
         def cut(take) -> Iterator:
             if shuffle:
-                block = _gather_block(data, batch_size)
-                return _shuffled(take, n, batch_size, num_epochs, rng, block)
+                return _shuffled(take, n, batch_size, num_epochs, rng)
             return _in_order(take, n, batch_size, num_epochs)
 
         tail = None if num_epochs is None else (n * num_epochs) % batch_size

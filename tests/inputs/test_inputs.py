@@ -303,6 +303,17 @@ def test_a_shuffled_input_gathers_many_batches_at_once_within_its_memory_bound(m
     assert len(list(fn(_Config(0)))) == 6
     assert (numpy_io.GATHER_BATCHES, numpy_io.GATHER_BYTES) == (32, 4 << 20)
     assert gathered == [2, 4, 4, 2]
+    # Rows a host phase makes larger (4 bytes in, 256 KiB out, batch 4: 1 MiB a batch) are
+    # counted as handed out: blocks of 4 batches. 10 batches = 1 (its 4 raw rows mapped on
+    # their own) + 4 + 4 + 1, gathered from the mapped rows.
+    gathered.clear()
+    fn = est.inputs.numpy_input_fn(
+        {"a": np.arange(40, dtype=np.float32)}, batch_size=4, num_epochs=1, shuffle=True
+    )
+    wide = fn(_Config(0)).map_rows(lambda r: {"a": np.repeat(r["a"][:, None], 1 << 16, axis=1)})
+    batches = list(wide)
+    assert [b["a"].shape for b in batches] == [(4, 1 << 16)] * 10
+    assert gathered == [4, 16, 16, 4]
 
 
 # --- call_input_fn / fn_args --------------------------------------------------------------
