@@ -176,7 +176,9 @@ def group_slots(opt_state, groups: tuple, trainable: dict):
             else:
                 raise ValueError(
                     f"The train_op's row_rule puts {list(group.names)} under one update, but "
-                    "its state holds something other than slots of their shape for them."
+                    "its state holds something other than slots of their shape for them (a "
+                    "state of each variable's own); mark it without a rule "
+                    "(mark_row_wise(transform, rule=None)) to update them one by one."
                 )
         return node
 

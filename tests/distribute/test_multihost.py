@@ -411,6 +411,24 @@ def test_fused_steps_in_a_job_train_as_one_process(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("devices", [1, 2], ids=["2x1", "2x2"])
+def test_grouped_tables_in_a_job_train_as_one_process(tmp_path, single, devices):
+    """Two small tables under the canned FTRL, updated as one array in the step and carried
+    joined through fused calls of 4 steps (``estimator.engine.table_groups``): a chief and a
+    worker with one device each, or two, end with the tables, weights and metrics of one
+    process reading the same global batches."""
+    extra = ("--tables", "--steps-per-execution", "4", "--log-steps", "100", "--steps", "12")
+    reference = single(*extra)
+    assert reference["calls"] == [1, 2, 3, 3, 3]  # fused: [1] [2 3] [4 5 6] ... (saves every 3)
+    for run in _job(tmp_path / "multi", *extra, devices=devices):
+        _assert_same_training(run, reference)
+        assert set(run["tables"]) == {"tables/a", "tables/b"}
+        for name, values in run["tables"].items():
+            np.testing.assert_allclose(values, reference["tables"][name], rtol=1e-5, atol=1e-7)
+            assert np.any(np.asarray(values) != 0)  # trained
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("processes", "devices"), [(2, 1), (2, 2)], ids=["2x1", "2x2"])
 def test_in_training_evaluation_of_a_job_is_the_whole_sets(tmp_path, single, processes, devices):
     """A chief and a worker train with an InMemoryEvaluatorHook (every 3 steps), a

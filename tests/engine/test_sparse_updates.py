@@ -582,3 +582,32 @@ def test_grouped_tables_partitioned_over_a_mesh_update_as_replicated_ones(tmp_pa
     )
     assert set(formed_groups) == {(("emb/a", "emb/b"),)}
     assert_same_variables(single, sharded, rtol=1e-5)
+
+
+def test_a_rule_whose_state_holds_more_than_slots_is_refused_with_the_tables_named(tmp_path):
+    from estimator.model.train_op import ELEMENTWISE, mark_row_wise
+
+    # Row-wise SGD that counts steps per variable (a scalar of its own for each): it cannot
+    # be applied to two tables as one array, whatever its rule promises.
+    def init(params):
+        return {"steps": {name: jnp.zeros((), jnp.int32) for name in params}}
+
+    def update(grads, state, params=None):
+        steps = {name: count + 1 for name, count in state["steps"].items()}
+        return jax.tree.map(lambda g: -0.1 * g, grads), {"steps": steps}
+
+    counting = mark_row_wise(optax.GradientTransformation(init, update), rule=ELEMENTWISE)
+    model = est.Estimator(
+        scoped_model_fn,
+        str(tmp_path),
+        est.RunConfig(tf_random_seed=3),
+        params={"opt": lambda: counting},
+    )
+    with pytest.raises(ValueError) as raised:
+        model.train(scoped_input(1))
+    assert str(raised.value) == (
+        "The train_op's row_rule puts ['dnn/e1', 'dnn/e2', 'linear/a', 'linear/b'] under "
+        "one update, but its state holds something other than slots of their shape for them "
+        "(a state of each variable's own); mark it without a rule "
+        "(mark_row_wise(transform, rule=None)) to update them one by one."
+    )

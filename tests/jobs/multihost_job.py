@@ -27,7 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+import canned
 import estimator as est
+from estimator.model.rows import lookup_rows
 
 parser = argparse.ArgumentParser()
 args = None
@@ -63,6 +65,12 @@ parser.add_argument(
     default=None,
     help="this process raises ValueError in its input_fn (at batch --fail-at), a hook (after "
     "step --fail-at) or model_fn (when it is traced)",
+)
+parser.add_argument(
+    "--tables",
+    action="store_true",
+    help="model_fn also looks up two small tables trained by the canned FTRL (one array in "
+    "the step: estimator.engine.table_groups)",
 )
 parser.add_argument("--fail-at", type=int, default=5)
 parser.add_argument(
@@ -115,6 +123,9 @@ X = RNG.normal(size=(GLOBAL_BATCH * 4, 4)).astype(np.float32)
 Y = (X @ np.array([1.0, -2.0, 0.5, 0.25], np.float32) + 0.3).astype(np.float32)
 
 
+TABLES = {"tables/a": 6, "tables/b": 9}  # --tables
+
+
 def model_fn(features, labels, mode):
     if args is not None and args.fail_in == "model":
         print("failing at", time.time(), flush=True)
@@ -122,6 +133,17 @@ def model_fn(features, labels, mode):
     w = est.get_variable("w", [4], initializer=est.initializers.zeros_initializer())
     b = est.get_variable("b", [], initializer=est.initializers.zeros_initializer())
     prediction = features["x"] @ w + b
+    train_op = optax.sgd(0.1)
+    if args is not None and args.tables:
+        # Ids from the first two inputs (some out of a table's range: no row).
+        ids = jnp.floor((features["x"][:, :2] + 3.0) * 1.5).astype(jnp.int32)
+        for name, rows in TABLES.items():
+            table = est.get_variable(
+                name, [rows, 1], initializer=est.initializers.zeros_initializer()
+            )
+            prediction = prediction + jnp.sum(lookup_rows(table, ids), axis=(1, 2))
+        sgd = optax.sgd(0.1)
+        train_op = est.train_op_by_scope({"tables": canned.ftrl(0.2), "w": sgd, "b": sgd})
     if mode == est.ModeKeys.PREDICT:
         return est.EstimatorSpec(mode, predictions={"y": prediction})
     loss = jnp.mean((prediction - labels) ** 2)
@@ -129,7 +151,7 @@ def model_fn(features, labels, mode):
         mode,
         predictions={"y": prediction},
         loss=loss,
-        train_op=optax.sgd(0.1),
+        train_op=train_op,
         eval_metric_ops={"mae": est.metrics.mean_absolute_error(labels, prediction)},
         training_chief_hooks=[LossEveryOtherStep()] if args is not None and args.chief_hook else [],
     )
@@ -392,6 +414,7 @@ def main(argv: list[str]) -> None:
         "devices": jax.device_count(),
         "w": e.get_variable_value("w").tolist(),
         "b": float(e.get_variable_value("b")),
+        "tables": {n: e.get_variable_value(n).tolist() for n in TABLES} if args.tables else {},
         "metrics": {k: float(v) for k, v in metrics.items()},
         "checkpoints": sorted(os.listdir(args.model_dir)),
         "calls": calls,
