@@ -315,12 +315,15 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     whole = sparse.whole_tables(tables, state.trainable)
     groups = table_groups.table_groups(whole, state.trainable, model.row_rule)
     grouped = frozenset(n for g in groups for n in g.names)
+    joined = table_groups.join_tables(groups, state.trainable)
     dense = {
-        k: v
-        for k, v in state.trainable.items()
-        if (k not in tables or k in whole) and k not in grouped
+        **{
+            k: v
+            for k, v in state.trainable.items()
+            if (k not in tables or k in whole) and k not in grouped
+        },
+        **joined,
     }
-    dense.update(table_groups.join_tables(groups, state.trainable))
 
     def loss_fn(dense, deltas):
         access = (
@@ -333,7 +336,7 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
             if tables
             else None
         )
-        plain = {k: v for k, v in dense.items() if k not in grouped}
+        plain = {k: v for k, v in dense.items() if k not in grouped}  # but the groups' arrays
         marked = row_plan.mark(model, {**state.trainable, **plain}, tables)
         trainable = {**state.trainable, **plain, **marked}
         spec, frame, outputs, info = _run(
@@ -367,17 +370,10 @@ def _train(model: ModelFunction, state: TrainState, features, labels, *, metrics
     stats = _train_stats(model, state, features, labels, batch_metrics, loss) if metrics else None
     # The update sees each group as one table (its array, slots, ids and row mask).
     old_opt_state = table_groups.group_slots(old_opt_state, groups, state.trainable)
-    firsts = {g.names[0] for g in groups}
-    updated = (tables.keys() - grouped) | firsts
-    variables = {**state.trainable, **{name: dense[name] for name in firsts}}
+    updated = (tables.keys() - grouped) | joined.keys()
+    variables = {**state.trainable, **joined}
     rows = (
-        sparse.gather(
-            variables,
-            old_opt_state,
-            delta_grads,
-            table_groups.group_ids(groups, ids),
-            (whole - grouped) | firsts,
-        )
+        sparse.gather(variables, old_opt_state, delta_grads, ids, (whole - grouped) | joined.keys())
         if tables
         else None
     )

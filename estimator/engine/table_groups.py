@@ -24,7 +24,6 @@ import numpy as np
 
 __all__ = [
     "Group",
-    "group_ids",
     "group_lookups",
     "group_slots",
     "join_state",
@@ -55,16 +54,6 @@ class Group(NamedTuple):
             for name, start, size in zip(self.names, self.offsets, self.sizes, strict=True)
         }
 
-    def ids(self, ids: dict) -> jax.Array:
-        """The looked-up ids of each table (``{name: int32 [n]}``) as rows of the array
-        (out of a table's range: -1, no row)."""
-        return jnp.concatenate(
-            [
-                jnp.where((ids[n] >= 0) & (ids[n] < size), ids[n] + start, -1)
-                for n, start, size in zip(self.names, self.offsets, self.sizes, strict=True)
-            ]
-        )
-
 
 def table_groups(whole: frozenset, trainable: dict, rule: Callable | None) -> tuple:
     """The :class:`Group` s of the tables in ``whole`` (updated whole) that share a row shape,
@@ -93,21 +82,12 @@ def join_tables(groups: tuple, trainable: dict) -> dict:
 
 
 def group_lookups(groups: tuple, joined: dict) -> dict:
-    """``{table: (its group's array in joined, its offset)}`` (``RowAccess(grouped=...)``)."""
+    """``{table: (its group's array in joined, its offset, the group's name)}``
+    (``RowAccess(grouped=...)``: the lookups record their ids under the group's name)."""
     return {
-        name: (joined[g.names[0]], start)
+        name: (joined[g.names[0]], start, g.names[0])
         for g in groups
         for name, start in zip(g.names, g.offsets, strict=True)
-    }
-
-
-def group_ids(groups: tuple, ids: dict) -> dict:
-    """``ids`` (``{table: int32 [n]}``) with each group's tables' ids as rows of its array,
-    under the group's name."""
-    grouped = {n for g in groups for n in g.names}
-    return {
-        **{name: value for name, value in ids.items() if name not in grouped},
-        **{g.names[0]: g.ids(ids) for g in groups},
     }
 
 

@@ -54,15 +54,17 @@ class RowAccess:
       whole: differentiated run: the tables differentiated whole (as dense variables)
         whose lookups' ids are recorded (the rows the step updates: see
         ``estimator.engine.sparse.whole_tables``); their lookups are plain gathers.
-      grouped: differentiated run: ``{name: (array, offset)}`` for the tables of ``whole``
-        that are rows of one array the step differentiates
-        (``estimator.engine.table_groups``): their lookups gather from it.
+      grouped: differentiated run: ``{name: (array, offset, group)}`` for the tables of
+        ``whole`` that are rows of one array the step differentiates
+        (``estimator.engine.table_groups``): their lookups gather from it, and their ids
+        are recorded as rows of it, under ``group``.
       recorded: differentiated run whose ``deltas`` follow a plan a checkpoint recorded,
         not yet checked against this ``model_fn``: another number of ids raises
         :class:`PlanMismatch`, not ``RuntimeError``.
 
     Attributes:
-      ids: ``{name: [flat int32 ids of each lookup]}`` in call order (-1: no row).
+      ids: ``{name: [flat int32 ids of each lookup]}`` in call order (-1: no row); a
+        group's under its name, as rows of its array.
       shapes: ``{name: [ids shape of each lookup]}`` in call order.
       reads: ``{name: [the copy each lookup gathered from]}`` (``tagged`` runs).
     """
@@ -101,13 +103,16 @@ class RowAccess:
                 return None
             self.shapes.setdefault(name, []).append(tuple(ids.shape))
             return _gather(self.shadows[name], ids)
+        if name in self.grouped:
+            array, offset, group = self.grouped[name]
+            rows = jnp.where(_valid(ids, table), ids + offset, -1)
+            self.ids.setdefault(group, []).append(rows.reshape(-1))
+            with jax.named_scope(LOOKUP_SCOPE):
+                return _gather(array, rows)
         if name in self.whole:
             self.ids.setdefault(name, []).append(ids.reshape(-1))
             with jax.named_scope(LOOKUP_SCOPE):
-                if name not in self.grouped:
-                    return _gather(table, ids)
-                array, offset = self.grouped[name]
-                return _gather(array, jnp.where(_valid(ids, table), ids + offset, -1))
+                return _gather(table, ids)
         if self.deltas is None or name not in self.deltas:
             return None
         delta = self.deltas[name]
