@@ -5,14 +5,24 @@ directory, :func:`writer_for` (TF's ``FileWriterCache``).
 A directory may be a storage URL (``estimator.io.fs``). Object stores cannot append, so
 there the events are written to a local file and the whole file is uploaded over the
 object at every ``flush`` and at ``close`` (TensorBoard reads it as it grows: each upload
-replaces the object with a longer one)."""
+replaces the object with a longer one).
+
+tensorboardX's record writer imports Google Cloud Storage's client when it is installed
+(``gcsfs``, the ``gcs`` extra, installs it), for event files in GCS that this package writes
+through ``estimator.io.fs`` instead: most of the package's import time, paid by the first
+``train()`` of a process, on the CPU its compiles need. :func:`tensorboardx_module` imports
+tensorboardX with that client made lazy first (``importlib.util.LazyLoader``, the standard
+library's recipe): ``google.cloud.storage`` then loads on its first use, by anyone."""
 
 from __future__ import annotations
 
 import atexit
+import importlib
+import importlib.util
 import itertools
 import logging
 import os
+import sys
 import threading
 import time
 
@@ -20,11 +30,49 @@ import numpy as np
 
 from estimator.io import fs
 
-__all__ = ["EventWriter", "FLUSH_SECS", "add_text", "flush_writers", "writer_for"]
+__all__ = [
+    "EventWriter",
+    "FLUSH_SECS",
+    "add_text",
+    "flush_writers",
+    "tensorboardx_module",
+    "writer_for",
+]
 
 logger = logging.getLogger("estimator")
 
 FLUSH_SECS = 120  # seconds between event-file flushes (tf.compat.v1.summary.FileWriter)
+
+
+#: What tensorboardX's record writer imports as ``from google.cloud import storage`` when
+#: installed (the module docstring says why it is made lazy).
+LAZY_CLIENT = "google.cloud.storage"
+
+
+def tensorboardx_module(name: str):
+    """The tensorboardX module ``name`` (``"tensorboardX.event_file_writer"``), imported
+    with :data:`LAZY_CLIENT` made lazy first when it is installed and not yet imported
+    (see the module docstring)."""
+    if LAZY_CLIENT not in sys.modules:
+        _import_lazily(LAZY_CLIENT)
+    return importlib.import_module(name)
+
+
+def _import_lazily(name: str) -> None:
+    """Puts ``name`` in ``sys.modules`` as a module that executes on its first attribute
+    access (``importlib.util.LazyLoader``); nothing when it is not installed."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except ImportError:  # its parent package is missing
+        return
+    if spec is None or spec.loader is None:
+        return
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    setattr(sys.modules[parent], child, module)  # as an import binds a submodule
 
 
 # NumPy dtype -> TF DataType enum (tensorflow/core/framework/types.proto).
@@ -48,14 +96,13 @@ class EventWriter:
     _count = itertools.count()
 
     def __init__(self, logdir: str) -> None:
-        from tensorboardX.event_file_writer import EventsWriter
-
+        events_writer = tensorboardx_module("tensorboardX.event_file_writer").EventsWriter
         self.logdir = fs.as_str(logdir)
         self._mirror = fs.Mirror(self.logdir)  # a URL's events: a local file, uploaded
         atexit.register(self._mirror.discard)  # writers live as long as the process
         local = self._mirror.path
         suffix = f".{os.getpid()}.{next(self._count)}"
-        self._writer = EventsWriter(os.path.join(local, "events"), suffix)
+        self._writer = events_writer(os.path.join(local, "events"), suffix)
         # Hooks write from the loop's thread and from the summary thread
         # (estimator.hooks.summary): one record at a time.
         self._lock = threading.Lock()

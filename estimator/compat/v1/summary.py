@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorboardX.proto.summary_pb2 import Summary as Summary
-
 from estimator import events as _events
 from estimator import summary as _summary
 from estimator.compat._unsupported import module_getattr
 from estimator.compat.v1._base import in_model_fn
 from estimator.events.files import EventWriter as _EventWriter
+from estimator.events.files import tensorboardx_module as _tensorboardx_module
 from estimator.hooks import SummarySaverHook as SummarySaverHook
 
 __all__ = [
@@ -38,6 +37,8 @@ __all__ = [
 ]
 
 __getattr__ = module_getattr("tf.summary", __name__)
+
+Summary = _tensorboardx_module("tensorboardX.proto.summary_pb2").Summary
 
 
 def _tag(name: str, family: str | None) -> str:
