@@ -61,6 +61,7 @@ class _Baseline(est.Estimator):
             model_dir=model_dir,
             config=config,
             input_transform=HostTransform(est.preprocessing.InputTransform(ops), head, weight),
+            fast_compile=True,  # TF 2.15 is the reference (Estimator's docstring)
         )
 
     @property

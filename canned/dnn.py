@@ -147,6 +147,7 @@ class _DNN(est.Estimator):
             config=config,
             warm_start_from=warm_start_from,
             input_transform=host_transform(columns, weight_column, head),
+            fast_compile=True,  # TF 2.15 is the reference (Estimator's docstring)
         )
 
     @property

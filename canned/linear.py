@@ -117,6 +117,7 @@ class _Linear(est.Estimator):
             config=config,
             warm_start_from=warm_start_from,
             input_transform=transform,
+            fast_compile=True,  # TF 2.15 is the reference (Estimator's docstring)
         )
 
     @property

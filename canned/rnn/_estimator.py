@@ -352,6 +352,7 @@ class RNNEstimator(est.Estimator):
             model_dir=model_dir,
             config=config,
             input_transform=_RNNHostTransform(transform, head, length_keys, sequence_keys, weight),
+            fast_compile=True,  # TF 2.15 is the reference (Estimator's docstring)
         )
 
     @property

@@ -7,11 +7,25 @@ prediction (its input known to end within ``FEW_BATCHES`` batches) ``FEW`` times
 state, a shorter last batch or evaluation's finalize ``ONCE``. :func:`compile_options` turns
 that into XLA options. A program compiled for fewer runs is compiled again when a call needs
 it for more (``estimator.engine.compile_queue``).
+
+With ``Estimator(fast_compile=True)`` (the canned estimators) what a program computes
+decides too: a program whose every array is small (at most ``SMALL_ARRAY_MAX`` values: the
+linear models' steps, whose tables and batches are a few thousand values) compiles for
+compile speed however often it runs (:func:`largest_array`). XLA's fusion emitters
+vectorise loops over larger arrays better than its older emitters; over small ones the
+older emitters' code runs as fast, and compiles in about 60% of the time
+(``benchmarks/loop_emitters.py`` measures both sides of this line: an FTRL update of 1,024
+to 65,536 values, a dense layer, and each census model's training). The two emitters may
+group a fusion's multiply-adds differently, so the values can differ in the last bits:
+without ``fast_compile`` a program run many times compiles as ``jax.jit`` compiles it.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
+
+from jax.extend import core
 
 from estimator.config import platform
 
@@ -23,7 +37,9 @@ __all__ = [
     "MANY_RUNS",
     "ONCE",
     "RunPlan",
+    "SMALL_ARRAY_MAX",
     "compile_options",
+    "largest_array",
 ]
 
 #: States up to this many values get an initial-state program compiled for compile speed.
@@ -33,9 +49,29 @@ FAST_INIT_MAX = 1 << 20
 FEW_BATCHES = 64
 #: How a program is compiled, from compile speed to run speed (see ``compile_options``).
 ONCE, FEW, MANY = 0, 1, 2
+#: Under ``fast_compile``, a program none of whose arrays holds more values than this
+#: compiles with XLA's older loop emitters however often it runs (the module docstring).
+SMALL_ARRAY_MAX = 4096
 
 
-def compile_options(runs: int) -> dict | None:
+def largest_array(jaxpr: core.ClosedJaxpr) -> int:
+    """The most values any array computed in ``jaxpr`` holds (its equations' results,
+    those of the loops, conditionals and calls inside it too; its inputs not: a program
+    reads them, its loops run over what it computes)."""
+    most = 0
+    pending = [jaxpr.jaxpr]
+    while pending:
+        for eqn in pending.pop().eqns:
+            for var in eqn.outvars:
+                most = max(most, math.prod(getattr(var.aval, "shape", ())))
+            pending.extend(
+                sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
+                for sub in core.jaxprs_in_params(eqn.params)
+            )
+    return most
+
+
+def compile_options(runs: int, largest: int | None = None) -> dict | None:
     """XLA's compile options for a program that runs ``ONCE`` per call (an initial state,
     a shorter last batch, evaluation's finalize), ``FEW`` times (a short evaluation or
     prediction) or ``MANY`` times (training, a long evaluation; XLA's defaults).
@@ -45,11 +81,15 @@ def compile_options(runs: int) -> dict | None:
     compat program: train 0.90 -> 0.56 s, evaluate 0.21 -> 0.12 s, initial state 0.25 ->
     0.14 s) for code that runs slower (that train step: 1.29 -> 1.65 ms; a logistic
     evaluation step at batch 1024: half the speed): ``FEW`` and ``ONCE`` use them. ``ONCE``
-    adds backend optimization level 0 (a third less compile time). Only on the CPU backend,
-    unless ``JAX_ESTIMATOR_CPU_COMPILE_OPTIONS=0`` (``estimator.config.platform``); elsewhere, and
-    for ``MANY``, XLA's defaults (None).
+    adds backend optimization level 0 (a third less compile time). ``MANY`` uses them too for
+    a program whose ``largest`` array (:func:`largest_array`; given under ``fast_compile``
+    only, else None) holds at most ``SMALL_ARRAY_MAX`` values (the module docstring says
+    why). Only on the CPU backend,
+    unless ``JAX_ESTIMATOR_CPU_COMPILE_OPTIONS=0`` (``estimator.config.platform``); elsewhere,
+    and for ``MANY`` otherwise, XLA's defaults (None).
     """
-    if runs == MANY or not platform.cpu_path(platform.CPU_COMPILE_OPTIONS):
+    small = largest is not None and largest <= SMALL_ARRAY_MAX
+    if (runs == MANY and not small) or not platform.cpu_path(platform.CPU_COMPILE_OPTIONS):
         return None  # XLA's defaults (and always off the CPU backend)
     options = {"xla_cpu_use_fusion_emitters": False}
     if runs == ONCE:

@@ -30,6 +30,7 @@ from estimator.engine.compile_policy import (
     ONCE,
     RunPlan,
     compile_options,
+    largest_array,
 )
 from estimator.engine.compile_queue import CompileQueue
 from estimator.engine.eval_results import finalize
@@ -106,6 +107,9 @@ class StepCompiler:
         (:meth:`stacks`).
       program: the key of ``PROGRAMS`` to compile when it is not ``mode`` (``TRAIN_METRICS``:
         the train step that accumulates training metrics).
+      fast_compile: a step program of small arrays run many times compiles for compile
+        speed (``Estimator(fast_compile=...)``: ``compile_policy.compile_options`` is given
+        its largest array).
 
     Attributes:
       info: the :class:`StepInfo` of the current run (see :meth:`prepare_run`).
@@ -122,8 +126,10 @@ class StepCompiler:
         steps_per_call: int = 1,
         host_batches: bool = True,
         program: str | None = None,
+        fast_compile: bool = False,
     ) -> None:
         self.model = model
+        self.fast_compile = fast_compile
         self.mode = mode
         self.state_sharding = state_sharding
         self.program = PROGRAMS[program or mode]
@@ -294,7 +300,9 @@ class StepCompiler:
             )
             if self.model.trace_count > runs_before:  # this call's model_fn made its hooks
                 self._fresh.add(key)
-            return traced.lower(), (traced.out_info[-1], stacked), compile_options(runs)
+            largest = largest_array(traced.jaxpr) if self.fast_compile else None
+            options = compile_options(runs, largest)
+            return traced.lower(), (traced.out_info[-1], stacked), options
 
         return lower
 

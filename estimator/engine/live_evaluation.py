@@ -94,6 +94,7 @@ def _compiler(runtime, mesh) -> StepCompiler:
             sharding,
             runtime.config.steps_per_execution,  # no process waits for another: fuse freely
             host_batches=host_batches(mesh),
+            fast_compile=runtime.fast_compile,
         )
     return runtime._compilers[LOCAL_EVAL]
 

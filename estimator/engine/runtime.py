@@ -89,17 +89,28 @@ class Runtime:
       warm_start: the Estimator's warm start (``estimator.warm_starting.WarmStart``: see
         :class:`~estimator.engine.state.StateSource`), or None.
       input_transform: the host-side batch transform, or None.
+      fast_compile: small programs run many times compile for compile speed
+        (``Estimator(fast_compile=...)``, ``estimator.engine.compile_policy``).
 
     Attributes:
-      model, config, warm_start, input_transform: as given.
+      model, config, warm_start, input_transform, fast_compile: as given.
       states: the :class:`~estimator.engine.state.StateSource` runs start from.
     """
 
-    def __init__(self, model: ModelFunction, config, warm_start, input_transform) -> None:
+    def __init__(
+        self,
+        model: ModelFunction,
+        config,
+        warm_start,
+        input_transform,
+        *,
+        fast_compile: bool = False,
+    ) -> None:
         self.model = model
         self.config = config
         self.warm_start = warm_start
         self.input_transform = input_transform
+        self.fast_compile = fast_compile
         self.mesh = distribute.mesh_for(config)
         self.processes = jax.process_count()
         distribute.check_same("model_dir", fs.abspath(config.model_dir))
@@ -141,6 +152,7 @@ class Runtime:
                 self.steps_per_execution,
                 host_batches=host_batches(self.mesh),
                 program=TRAIN_METRICS if metrics else None,
+                fast_compile=self.fast_compile,
             )
         return self._compilers[key]
 
