@@ -79,7 +79,9 @@ def kernels() -> list[tuple[str, object, tuple]]:
 
 
 def time_kernel(function, args, emitter: str) -> tuple[float, float]:
-    """(compile ms, best µs per run) of ``function`` compiled with ``emitter``."""
+    """(compile ms, best µs per run) of ``function`` compiled with ``emitter`` (JAX's
+    in-memory caches cleared first: a compile each time)."""
+    jax.clear_caches()
     lowered = jax.jit(function).lower(*args)
     start = time.perf_counter()
     executable = lowered.compile(compiler_options=EMITTERS[emitter])
@@ -131,6 +133,7 @@ def time_census(census, data, kind: str, emitter: str, extra: int) -> tuple[floa
     def epochs(n: int):
         return est.inputs.numpy_input_fn(x, y, batch_size=BATCH, num_epochs=n, shuffle=True)
 
+    jax.clear_caches()
     with policy(emitter), tempfile.TemporaryDirectory() as model_dir:
         model = census.make_model(kind, model_dir, 0, stats)
         jax.monitoring.register_event_duration_secs_listener(record)
