@@ -46,14 +46,24 @@ def _categorical_input(
     bytes decoded as UTF-8), integers as ``int64``. The common inputs (``U`` arrays, object
     arrays of ``str``, integer arrays) are checked with whole-array operations, without a
     Python step per element. With the batch's op ``cache``, a key read by several ops (a
-    vocabulary and the crosses of the same feature) is converted once; callers do not
-    modify the result.
+    vocabulary and the crosses of the same feature) is converted once, and the distinct
+    values that decoding fixed-width bytes found are kept as the key's
+    :func:`string_factors`; callers do not modify the result.
     """
-    if cache is not None:
-        memo = ("_categorical_input", key)
-        if memo not in cache:
-            cache[memo] = _categorical_input(features, key, who)
-        return cache[memo]
+    if cache is None:
+        return _classified(features, key, who)[:2]
+    memo = ("_categorical_input", key)
+    if memo not in cache:
+        x, kind, factors = _classified(features, key, who)
+        cache[memo] = (x, kind)
+        if factors is not None:
+            cache[("string_factors", key)] = factors
+    return cache[memo]
+
+
+def _classified(features: Mapping, key: str, who: str) -> tuple[np.ndarray, str, tuple | None]:
+    """``(x, kind, factors)`` of :func:`_categorical_input` (``factors``: see
+    :func:`_strings_or_ints`)."""
     x = _batch_2d(features, key, who)
     found = _strings_or_ints(x, key, who)
     if found is None:
@@ -79,19 +89,24 @@ def _batch_2d(features: Mapping, key: str, who: str) -> np.ndarray:
     return x.reshape(x.shape[0], math.prod(x.shape[1:]))
 
 
-def _strings_or_ints(x: np.ndarray, key: str, who: str) -> tuple[np.ndarray, str] | None:
-    """``(x, kind)`` of :func:`_categorical_input` by ``x``'s dtype; None for a dtype that
-    holds neither strings nor integers."""
+def _strings_or_ints(
+    x: np.ndarray, key: str, who: str
+) -> tuple[np.ndarray, str, tuple | None] | None:
+    """``(x, kind, factors)`` of :func:`_categorical_input` by ``x``'s dtype; None for a
+    dtype that holds neither strings nor integers. ``factors``: fixed-width bytes'
+    :func:`string_factors` (their decoding finds the distinct values), else None."""
     if x.dtype.kind == "U":
-        return x, STRING
+        return x, STRING, None
     if x.dtype.kind == "S":  # fixed-width bytes (the TFRecord reader's for the host phase)
-        return _decoded_fixed(x, key, who), STRING
+        texts, codes = _decoded_fixed(x, key, who)
+        return np.asarray(texts or [""], dtype=str)[codes], STRING, (texts, codes)
     if x.dtype.kind in "iu":
         if x.dtype == np.uint64 and x.size and x.max() > _INT64_MAX:
             raise _int64_overflow(key, who, x.max())
-        return x.astype(np.int64, copy=False), "int"
+        return x.astype(np.int64, copy=False), "int", None
     if x.dtype.kind == "O":
-        return _objects(x, key, who)
+        found = _objects(x, key, who)
+        return None if found is None else (*found, None)
     return None
 
 
@@ -145,16 +160,17 @@ def string_fingerprints(x: np.ndarray, key: str, cache: dict) -> np.ndarray:
     return cache[memo]
 
 
-def _decoded_fixed(x: np.ndarray, key: str, who: str) -> np.ndarray:
-    """Fixed-width bytes ``x`` as ``str`` (a ``U`` array), each distinct value decoded as
-    UTF-8 once (the values are sorted and compared in C)."""
+def _decoded_fixed(x: np.ndarray, key: str, who: str) -> tuple[list[str], np.ndarray]:
+    """The distinct values of fixed-width bytes ``x`` decoded as UTF-8 (each once; sorted
+    and compared in C, in code point order as UTF-8 sorts) and each value's index among
+    them (int64, ``x``'s shape): :func:`string_factors` of the decoded ``x``."""
     distinct, codes = np.unique(x, return_inverse=True)
     try:
         texts = [v.decode("utf-8") for v in distinct.tolist()]
     except UnicodeDecodeError:
         _decoded(x.astype(object), x.ravel().tolist(), key, who)  # raises, naming the value
         raise
-    return np.asarray(texts or [""], dtype=str)[codes.reshape(x.shape)]
+    return texts, codes.reshape(x.shape)
 
 
 def _densified(sparse, key: str, who: str) -> np.ndarray:

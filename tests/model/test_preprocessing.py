@@ -88,6 +88,26 @@ def test_bytes_features_decode_as_utf8(values):
     assert out.ravel().tolist() == [v.decode() if isinstance(v, bytes) else v for v in values]
 
 
+def test_fixed_width_bytes_are_factorized_once_per_batch():
+    """The TFRecord reader's fixed-width bytes are decoded once per distinct value; with the
+    batch's op cache those distinct values and each value's index among them are kept as
+    the feature's string factors, which the lookups and hashes then read instead of sorting
+    the decoded strings again."""
+    from estimator.preprocessing._base import _categorical_input, string_factors
+
+    texts = ["Private", "?", "Local-gov", "Private", "État", "", "?", "Private"]
+    x = np.array([t.encode() for t in texts], dtype="S").reshape(4, 2)
+    cache = {}
+    out, kind = _categorical_input({"k": x}, "k", "who", cache)
+    assert kind == "string" and out.tolist() == np.array(texts).reshape(4, 2).tolist()
+    assert ("string_factors", "k") in cache  # found by the decoding, before any op asks
+    distinct, codes = string_factors(out, "k", cache)
+    # What sorting the decoded strings gives (code point order, as UTF-8 bytes sort):
+    assert distinct == sorted(set(texts)) == ["", "?", "Local-gov", "Private", "État"]
+    np.testing.assert_array_equal(np.array(distinct)[codes], out)
+    assert codes.dtype == np.int64 and codes.shape == (4, 2)
+
+
 def test_bytes_that_are_not_utf8_name_the_value():
     from estimator.preprocessing._base import _categorical_input
 
