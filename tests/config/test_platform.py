@@ -100,6 +100,7 @@ def test_off_the_cpu_every_program_compiles_with_xlas_defaults(monkeypatch, how)
         monkeypatch.setenv(platform.CPU_COMPILE_OPTIONS, "off")
     runs = (compiler.ONCE, compiler.FEW, compiler.MANY)
     assert [compiler.compile_options(r) for r in runs] == [None, None, None]
+    assert compiler.compile_options(compiler.MANY, 10) is None  # fast_compile's small program
 
 
 def test_the_default_cache_directory(monkeypatch, tmp_path):

@@ -8,11 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import pytest
 
 import canned
 import estimator as est
-from estimator.config import platform
 from estimator.engine import compile_policy, compiler
 from estimator.engine.compile_policy import FEW, MANY, ONCE, SMALL_ARRAY_MAX
 
@@ -28,15 +26,6 @@ def test_a_program_of_small_arrays_compiles_with_the_older_emitters_however_ofte
         **OLDER_EMITTERS,
         "xla_backend_optimization_level": 0,
     }
-
-
-@pytest.mark.parametrize("how", ["another backend", "switched off"])
-def test_off_the_cpu_a_small_program_compiles_with_xlas_defaults(monkeypatch, how):
-    if how == "another backend":
-        monkeypatch.setattr(platform, "on_cpu", lambda: False)
-    else:
-        monkeypatch.setenv(platform.CPU_COMPILE_OPTIONS, "off")
-    assert compile_policy.compile_options(MANY, 10) is None
 
 
 def test_the_largest_array_counts_what_loops_and_conditionals_compute_not_the_inputs():
