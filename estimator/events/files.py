@@ -7,27 +7,22 @@ there the events are written to a local file and the whole file is uploaded over
 object at every ``flush`` and at ``close`` (TensorBoard reads it as it grows: each upload
 replaces the object with a longer one).
 
-tensorboardX's record writer imports Google Cloud Storage's client when it is installed
-(``gcsfs``, the ``gcs`` extra, installs it), for event files in GCS that this package writes
-through ``estimator.io.fs`` instead: most of the package's import time, paid by the first
-``train()`` of a process, on the CPU its compiles need. :func:`tensorboardx_module` imports
-tensorboardX with that client made lazy first (``importlib.util.LazyLoader``, the standard
-library's recipe): ``google.cloud.storage`` then loads on its first use, by anyone."""
+tensorboardX is imported through :func:`tensorboardx_module`, with the cloud clients its
+record writer would import deferred (``estimator.events.clients``)."""
 
 from __future__ import annotations
 
 import atexit
 import importlib
-import importlib.util
 import itertools
 import logging
 import os
-import sys
 import threading
 import time
 
 import numpy as np
 
+from estimator.events import clients
 from estimator.io import fs
 
 __all__ = [
@@ -44,35 +39,13 @@ logger = logging.getLogger("estimator")
 FLUSH_SECS = 120  # seconds between event-file flushes (tf.compat.v1.summary.FileWriter)
 
 
-#: What tensorboardX's record writer imports as ``from google.cloud import storage`` when
-#: installed (the module docstring says why it is made lazy).
-LAZY_CLIENT = "google.cloud.storage"
-
-
 def tensorboardx_module(name: str):
     """The tensorboardX module ``name`` (``"tensorboardX.event_file_writer"``), imported
-    with :data:`LAZY_CLIENT` made lazy first when it is installed and not yet imported
-    (see the module docstring)."""
-    if LAZY_CLIENT not in sys.modules:
-        _import_lazily(LAZY_CLIENT)
+    with the clients of ``clients.TENSORBOARDX_CLIENTS`` that are installed and not yet
+    imported deferred first (``estimator.events.clients``)."""
+    for client in clients.TENSORBOARDX_CLIENTS:
+        clients.defer(client)
     return importlib.import_module(name)
-
-
-def _import_lazily(name: str) -> None:
-    """Puts ``name`` in ``sys.modules`` as a module that executes on its first attribute
-    access (``importlib.util.LazyLoader``); nothing when it is not installed."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except ImportError:  # its parent package is missing
-        return
-    if spec is None or spec.loader is None:
-        return
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    parent, _, child = name.rpartition(".")
-    setattr(sys.modules[parent], child, module)  # as an import binds a submodule
 
 
 # NumPy dtype -> TF DataType enum (tensorflow/core/framework/types.proto).
