@@ -68,9 +68,10 @@ class Estimator:
       fast_compile: keyword-only; compile the programs a call runs many times (the train
         step, a long evaluation's) for compile speed when none of their arrays holds more
         than ``SMALL_ARRAY_MAX`` (4,096) values: XLA's older CPU loop emitters, which
-        compile such programs in about 60% of the time and run them as fast, with values
-        that may differ from a ``jax.jit`` program's in the last bits (the emitters group
-        multiply-adds differently; ``estimator.engine.compile_policy``). The canned
+        compile such programs faster and run them as fast (``benchmarks/loop_emitters.py``
+        measures both), with values that may differ from a ``jax.jit`` program's in the
+        last bits (the emitters group multiply-adds differently;
+        ``estimator.engine.compile_policy``). The canned
         estimators set it: their reference is TF 2.15, matched either way. Without it a
         ``model_fn`` compiles as ``jax.jit`` compiles it, so training gives the values the
         same hand-written ``jax.jit`` loop would. Only on the CPU backend.

@@ -13,7 +13,7 @@ decides too: a program whose every array is small (at most ``SMALL_ARRAY_MAX`` v
 linear models' steps, whose tables and batches are a few thousand values) compiles for
 compile speed however often it runs (:func:`largest_array`). XLA's fusion emitters
 vectorise loops over larger arrays better than its older emitters; over small ones the
-older emitters' code runs as fast, and compiles in about 60% of the time
+older emitters' code runs as fast, and compiles in less time
 (``benchmarks/loop_emitters.py`` measures both sides of this line: an FTRL update of 1,024
 to 65,536 values, a dense layer, and each census model's training). The two emitters may
 group a fusion's multiply-adds differently, so the values can differ in the last bits:
@@ -57,7 +57,15 @@ SMALL_ARRAY_MAX = 4096
 def largest_array(jaxpr: core.ClosedJaxpr) -> int:
     """The most values any array computed in ``jaxpr`` holds (its equations' results,
     those of the loops, conditionals and calls inside it too; its inputs not: a program
-    reads them, its loops run over what it computes)."""
+    reads them, its loops run over what it computes).
+
+    Args:
+      jaxpr: a traced program (``jax.make_jaxpr``'s result, a ``Traced``'s ``jaxpr``).
+
+    Returns:
+      The count of elements (int; 1 for a scalar, 0 for a program of no equations), of any
+      dtype.
+    """
     most = 0
     pending = [jaxpr.jaxpr]
     while pending:
@@ -84,9 +92,9 @@ def compile_options(runs: int, largest: int | None = None) -> dict | None:
     adds backend optimization level 0 (a third less compile time). ``MANY`` uses them too for
     a program whose ``largest`` array (:func:`largest_array`; given under ``fast_compile``
     only, else None) holds at most ``SMALL_ARRAY_MAX`` values (the module docstring says
-    why). Only on the CPU backend,
-    unless ``JAX_ESTIMATOR_CPU_COMPILE_OPTIONS=0`` (``estimator.config.platform``); elsewhere,
-    and for ``MANY`` otherwise, XLA's defaults (None).
+    why). Only on the CPU backend, unless ``JAX_ESTIMATOR_CPU_COMPILE_OPTIONS=0``
+    (``estimator.config.platform``); elsewhere, and for ``MANY`` otherwise, XLA's defaults
+    (None).
     """
     small = largest is not None and largest <= SMALL_ARRAY_MAX
     if (runs == MANY and not small) or not platform.cpu_path(platform.CPU_COMPILE_OPTIONS):

@@ -3,9 +3,10 @@
 tensorboardX's record writer imports ``boto3`` and Google Cloud Storage's client
 (``from google.cloud import storage``) when they are installed, for its own S3 and GCS
 event writers, which this package never uses: it writes event files in object stores
-through ``estimator.io.fs`` (``estimator.events.files``). Importing them took 0.2 s of CPU
-in the first ``train()`` of a process (gcsfs, the ``gcs`` extra, installs the GCS client;
-boto3 is common where S3 is), on the cores the step's compile needs.
+through ``estimator.io.fs`` (``estimator.events.files``). Importing them is most of
+tensorboardX's import time, paid in the first ``train()`` of a process (gcsfs, the ``gcs``
+extra, installs the GCS client; boto3 is common where S3 is), on the cores the step's
+compile needs (``docs/performance.md``, the census section, measures the cold run).
 
 :func:`defer` registers such a module in ``sys.modules`` without running its code, which
 runs on the first read of an attribute the module does not have yet, by anyone: an

@@ -42,7 +42,10 @@ FLUSH_SECS = 120  # seconds between event-file flushes (tf.compat.v1.summary.Fil
 def tensorboardx_module(name: str):
     """The tensorboardX module ``name`` (``"tensorboardX.event_file_writer"``), imported
     with the clients of ``clients.TENSORBOARDX_CLIENTS`` that are installed and not yet
-    imported deferred first (``estimator.events.clients``)."""
+    imported deferred first (``estimator.events.clients``).
+
+    Raises:
+      ImportError: tensorboardX (a dependency) or that module is missing."""
     for client in clients.TENSORBOARDX_CLIENTS:
         clients.defer(client)
     return importlib.import_module(name)
