@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import logging
 import os
 import statistics
 import tempfile
 import time
 
+import census_throughput
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -96,15 +96,6 @@ def time_kernel(function, args, emitter: str) -> tuple[float, float]:
         jax.block_until_ready(out)
         best = min(best, (time.perf_counter() - start) / repeats)
     return compile_ms, best * 1e6
-
-
-def load_census():
-    spec = importlib.util.spec_from_file_location(
-        "census", os.path.join(ROOT, "examples", "census.py")
-    )
-    census = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(census)
-    return census
 
 
 @contextlib.contextmanager
@@ -176,7 +167,7 @@ def main() -> None:
             cells.append(f"{compile_ms:5.1f} ms {run_us:9.2f} µs")
         print(f"{name:34} {cells[0]:>22} {cells[1]:>22}")
 
-    census = load_census()
+    census = census_throughput.load_census_module()
     x, y = census.load(os.path.join(ROOT, "data", "adult", "adult.data"))
     data = (x, y, census.numeric_stats(x))
     print(
