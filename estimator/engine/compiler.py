@@ -88,6 +88,11 @@ def _stack(batches: list, slots: int):
     return treedef.unflatten(stacked)
 
 
+def _bounds(first: int, count: int) -> np.ndarray:
+    """A fused call's ``[first, stop)``: the slots of the steps it runs (int32 [2])."""
+    return np.array((first, first + count), np.int32)
+
+
 class StepCompiler:
     """Builds and compiles the step function of one mode (internal).
 
@@ -243,15 +248,19 @@ class StepCompiler:
         return lambda value: self._queue.program(key, MANY, lower).executable(value)
 
     # ----- compiling --------------------------------------------------------------------
-    def _arguments(self, leading: tuple, batches: list, stacked: bool) -> tuple:
+    def _arguments(self, leading: tuple, batches: list, stacked: bool, rows=None) -> tuple:
         """The program's arguments for ``batches`` (1 to ``steps_per_call`` of them), in
-        the stacked form when ``stacked``."""
+        the stacked form when ``stacked``: the block ``rows`` names (see :meth:`multi`)
+        when it has a batch per slot, else the batches stacked."""
         if self.steps_per_call == 1:
             (batch,) = batches
             return (*leading, *batch)
-        count = np.int32(len(batches))
+        count = len(batches)
         if stacked:
-            return (*leading, _stack(batches, self.steps_per_call), count)
+            if rows is not None and rows[0].count == self.steps_per_call:
+                block, first = rows
+                return (*leading, block.stacked(), _bounds(first, count))
+            return (*leading, _stack(batches, self.steps_per_call), _bounds(0, count))
         if count < self.steps_per_call:
             # Unused slots repeat the last batch, placed once: nothing more is transferred
             # (a batch placed already, e.g. over a multi-process mesh, is used as it is).
@@ -261,7 +270,7 @@ class StepCompiler:
             ):
                 filler = jax.device_put(filler)
             batches = [*batches, *[filler] * (self.steps_per_call - count)]
-        return (*leading, tuple(batches), count)
+        return (*leading, tuple(batches), _bounds(0, count))
 
     def stacks(self, batch) -> bool:
         """Whether a fused call stacks batches like ``batch`` (see
@@ -377,10 +386,12 @@ class StepCompiler:
         leading, batch = args[: self.program.leading], args[self.program.leading :]
         return self.multi(*leading, [batch], plan=plan)
 
-    def multi(self, *args, plan: RunPlan = MANY_RUNS):
+    def multi(self, *args, plan: RunPlan = MANY_RUNS, rows=None):
         """Runs ``len(batches)`` steps (of one signature, at most ``steps_per_call``) in one
         call; ``args`` are the step's leading arguments (state, and the accumulator in EVAL)
-        and the batches; ``plan`` says how a program compiled now is compiled."""
+        and the batches; ``plan`` says how a program compiled now is compiled; ``rows``:
+        ``(RowBlock, i)`` when the batches are batches ``i, i + 1, ...`` of that block
+        (``estimator.engine.row_blocks``), else None."""
         *leading, batches = args
         batches = list(batches)
         if not 1 <= len(batches) <= self.steps_per_call:
@@ -392,7 +403,7 @@ class StepCompiler:
         self.call_count += 1
         # The argument form was decided once, when the program was compiled.
         stacked = program.meta[1]
-        return program.executable(*self._arguments(tuple(leading), batches, stacked))
+        return program.executable(*self._arguments(tuple(leading), batches, stacked, rows))
 
     def compiled_signatures(self) -> dict[tuple, int]:
         """``{batch signature: runs}`` of the compiled step programs (one program each,

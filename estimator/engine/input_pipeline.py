@@ -29,6 +29,7 @@ import numpy as np
 
 from estimator.config import platform
 from estimator.engine.input_shapes import ShapeCheck
+from estimator.engine.row_blocks import BlockBatches
 from estimator.fn_args import fn_args
 from estimator.inputs import Batches
 from estimator.inputs.dtypes import CANONICAL, canonical
@@ -162,6 +163,9 @@ class Prefetcher:
         self.check = check
         self._ready: collections.deque = collections.deque()
         self._ends: collections.deque = collections.deque()  # each ready batch ends an epoch
+        self._origins: collections.deque = collections.deque()  # each ready batch's block
+        self.origin = None  # the block of the batch popped last (``row_blocks``), or None
+        self._blocks = isinstance(batches, BlockBatches)
         self._last_ends = False  # the batch popped last ends an epoch (the input says)
         self._exhausted = False
         self.last_batch_size: int | None = None  # known in advance (``Batches``), or None
@@ -194,6 +198,7 @@ class Prefetcher:
         if not self._ready:
             raise StopIteration
         self._last_ends = self._ends.popleft()
+        self.origin = self._origins.popleft()
         batch = self._ready.popleft()
         if self.check is not None:
             self.check(batch)
@@ -223,6 +228,7 @@ class Prefetcher:
             self._exhausted = True
             return
         self._ends.append(getattr(self._batches, "ends_epoch", False))
+        self._origins.append(self._batches.origin if self._blocks else None)
         self._ready.append(self._prepare(batch))
 
 
@@ -272,6 +278,10 @@ def _resolve_deferred(result):
     return result
 
 
+def _as_prepared(batch):
+    return batch
+
+
 def batch_pipeline(
     result,
     mode: str,
@@ -290,7 +300,9 @@ def batch_pipeline(
     over all rows of an in-memory input rather than on every batch of every epoch: an input
     with ``map_rows(fn)`` (``numpy_input_fn``'s :class:`Batches`, ``estimator.compat``'s
     ``tf.data`` pipelines of in-memory slices) returns the same batches of ``fn(rows)``, or
-    None when it cannot.
+    None when it cannot. Such an input's batches (transformed or not) are prepared a block
+    of batches at a time, and a fused call may be handed the block itself
+    (``estimator.engine.row_blocks``).
 
     Yields ``(features, labels)``, or ``(features,)`` in PREDICT mode (labels dropped).
     Each batch is checked against the first as it is popped for a step
@@ -311,26 +323,38 @@ def batch_pipeline(
         mapped = map_rows(transformed) if map_rows is not None else None
     if mapped is not None:
         result, transform = mapped, None
-    batches = iterate_batches(result, repeat_single=mode == "train")
 
-    def prepare(batch):
-        features, labels = batch
+    def checked(element, block=False):  # row by row: one batch, or a block of batches
+        features, labels = _split(element)
         if transform is not None:
             features, labels = transform.apply(features, None if predict else labels)
         features = canonical(features, "features")
-        if input_checks is not None:
+        if input_checks is not None and not block:  # a block's: BlockBatches'
             input_checks(features)
         if predict:
-            return (place(features),)
+            return (features,)
         if labels is not None:
             labels = (
                 labels
                 if type(labels) is np.ndarray and labels.dtype in CANONICAL
                 else canonical(labels, "labels")
             )
+        return features, labels
+
+    def finish(batch):  # batch by batch: padding, placement
         if pad is not None:
-            features, labels = pad(features, labels)
-        return place((features, labels))
+            batch = pad(*batch)
+        return place(batch)
+
+    if transform is None and isinstance(result, Batches):  # a block at a time
+        masked = None if pad is None else pad.block
+        batches = BlockBatches(result.blocks(), checked, finish, place, masked, input_checks)
+        prepare = _as_prepared
+    else:
+        batches = iterate_batches(result, repeat_single=mode == "train")
+
+        def prepare(batch):
+            return finish(checked(batch))
 
     # Batches cut from fixed arrays (numpy_input_fn's) and a single batch cannot change
     # shape, and an input that declares its batches vary (compat's padded_batch to each

@@ -51,7 +51,9 @@ class _QueuedRunner:
     hook fetches, a read of the state (a checkpoint save) or the end of the loop runs the
     queue first. Every call, of one step or of many, runs the same compiled program (see
     ``StepCompiler``): a batch shape compiles once. ``steps_per_call`` (1 to the
-    compiler's) runs fewer steps per call than the compiler allows.
+    compiler's) runs fewer steps per call than the compiler allows. A call's batches are
+    consecutive batches of one block of an in-memory input (``estimator.engine.row_blocks``:
+    the call is handed the block), or batches of one shape.
     """
 
     def __init__(self, compiler: StepCompiler, steps_per_call: int | None = None) -> None:
@@ -60,40 +62,46 @@ class _QueuedRunner:
         self.k = steps_per_call or compiler.steps_per_call
         self.steps_run = 0  # steps run on the device (the queued ones not yet)
         self._pending: list = []
-        self._shapes = None
+        self._key = None  # what the queued batches share: their block, or their shapes
+        self._origin = None  # the first queued batch's origin
 
-    def run(self, batch, sync: bool, apart: bool = False) -> None:
+    def run(self, batch, sync: bool, apart: bool = False, origin=None) -> None:
         """Runs (or queues) the step on ``batch``; ``sync``: a hook fetches its values, so
         it runs now with the steps queued before it; ``apart``: among them the outputs
         the step leaves to the summary program (``StepInfo.apart``), computed first from
-        the state before the step."""
+        the state before the step; ``origin``: ``(RowBlock, i)`` when ``batch`` is batch
+        ``i`` of a block (``estimator.engine.row_blocks``), else None."""
         if apart:
             self.flush()
             values = self.compiler.summaries(self.state, batch)
-            self._one(batch)
+            self._one(batch, origin)
             self.outputs = {**self.outputs, **values}
             return
         if self.k == 1:
-            self._one(batch)
+            self._one(batch, origin)
             return
-        shapes = _batch_shapes(batch)
-        if self._pending and shapes != self._shapes:
+        # A call's batches are consecutive batches of one block (popped in order), or
+        # batches of one signature.
+        key = _batch_shapes(batch) if origin is None else origin[0]
+        if self._pending and key is not self._key and key != self._key:
             self.flush()
-        self._shapes = shapes
+        if not self._pending:
+            self._key, self._origin = key, origin
         self._pending.append(batch)
         if sync or len(self._pending) >= self.k:
             self.flush()
 
-    def _one(self, batch) -> None:
-        self._many([batch])
+    def _one(self, batch, origin) -> None:
+        self._many([batch], origin)
         self.steps_run += 1
 
     def flush(self) -> None:
-        pending = self._pending
+        pending, origin = self._pending, self._origin
         while pending:
             chunk, pending[: self.k] = pending[: self.k], []
-            self._many(chunk)
+            self._many(chunk, origin)
             self.steps_run += len(chunk)
+            origin = None if origin is None else (origin[0], origin[1] + len(chunk))
 
 
 class TrainRunner(_QueuedRunner):
@@ -120,12 +128,14 @@ class TrainRunner(_QueuedRunner):
         self._empty = metrics
         self._finalize = None if metrics is None else compiler.finalizer(metrics)
 
-    def _many(self, batches: list) -> None:
+    def _many(self, batches: list, origin) -> None:
         if self.metrics is None:
-            self.state, self.outputs, _ = self.compiler.multi(self.state, batches, plan=self.plan)
+            self.state, self.outputs, _ = self.compiler.multi(
+                self.state, batches, plan=self.plan, rows=origin
+            )
             return
         self.state, self.metrics, self.outputs, _ = self.compiler.multi(
-            self.state, self.metrics, batches, plan=self.plan
+            self.state, self.metrics, batches, plan=self.plan, rows=origin
         )
 
     def metric_values(self) -> tuple[dict, jax.Array]:
@@ -150,9 +160,9 @@ class EvalRunner(_QueuedRunner):
         self.accumulator = accumulator
         self.plan = plan
 
-    def _many(self, batches: list) -> None:
+    def _many(self, batches: list, origin) -> None:
         self.accumulator, self.outputs, _ = self.compiler.multi(
-            self.state, self.accumulator, batches, plan=self.plan
+            self.state, self.accumulator, batches, plan=self.plan, rows=origin
         )
 
 
@@ -170,7 +180,8 @@ class PredictRunner:
         self.pending: list = []
         self.steps_run = 0
 
-    def run(self, batch, sync: bool, apart: bool = False) -> None:
+    def run(self, batch, sync: bool, apart: bool = False, origin=None) -> None:
+        del origin  # one batch a call
         values = self.compiler.summaries(self.state, batch) if apart else {}
         predictions, outputs, _ = self.compiler(self.state, *batch, plan=self.plan)
         self.outputs = {**outputs, **values}
@@ -206,7 +217,7 @@ def _run_step(session, prefetcher, batch, requests: dict | None, advances: bool)
         f is keys.GLOBAL_STEP or f == keys.GLOBAL_STEP for f in requests.values()
     )
     sync = requests is not None and not only_step and needs_device(requests)
-    session.runner.run(batch, sync, sync and session.fetches_apart(requests))
+    session.runner.run(batch, sync, sync and session.fetches_apart(requests), prefetcher.origin)
     prefetcher.fill()
     if advances:
         session.global_step = step_before + 1

@@ -39,23 +39,26 @@ __all__ = [
 ]
 
 
-def _loop(step: Callable, fixed, carry, batches, n, stacked: bool):
-    """Runs ``step(fixed, carry, batch) -> (carry, outputs, info)`` on the first ``n``
-    batches in one ``lax.fori_loop`` (the step is compiled once, whatever ``n``); returns
-    the last step's ``(carry, outputs, info)``. ``n`` is traced: 1 <= n <= the number of
-    slots. The step is traced once (``model_fn`` runs once), outside the loop: its result's
-    structure gives the loop's outputs (carried from zeros of their shapes), and the loop's
-    body replays its jaxpr.
+def _loop(step: Callable, fixed, carry, batches, bounds, stacked: bool):
+    """Runs ``step(fixed, carry, batch) -> (carry, outputs, info)`` on the batches in the
+    slots ``bounds[0] .. bounds[1] - 1`` (int32 [2], traced: at least one slot) in one
+    ``lax.fori_loop`` (the step is compiled once, whatever the bounds); returns the last
+    step's ``(carry, outputs, info)``. The step is traced once (``model_fn`` runs once),
+    outside the loop: its result's structure gives the loop's outputs (carried from zeros of
+    their shapes), and the loop's body replays its jaxpr.
 
     ``batches`` is either
 
     * ``stacked``: one batch whose every leaf has the slots first (``[slots, ...]``), built
-      on the host (``StepCompiler``): a step takes slot ``i`` of each leaf. A call passes a
-      few arrays, not a few per slot (each argument of a call costs ~1.5 µs of dispatch),
-      and the program has no ``slots``-way branch to compile.
+      on the host (``StepCompiler``), or an in-memory input's block of batches itself
+      (``estimator.engine.row_blocks``, a call starting at its batch ``bounds[0]``): a
+      step takes slot ``i`` of each leaf. A call passes a few arrays, not a few per slot
+      (each argument of a call costs ~1.5 µs of dispatch), and the program has no
+      ``slots``-way branch to compile.
     * else a tuple of batches (placed on devices already, where stacking would be a device
-      copy): a step picks one with ``lax.switch``, so a call running fewer steps than it
-      has slots (the others repeat the last batch) moves only the batches it runs.
+      copy), the first slot first: a step picks one with ``lax.switch``, so a call running
+      fewer steps than it has slots (the others repeat the last batch) moves only the
+      batches it runs.
     """
     if stacked:
         first = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), batches)
@@ -95,7 +98,7 @@ def _loop(step: Callable, fixed, carry, batches, n, stacked: bool):
         return join(new_carry), outputs
 
     zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), output_shapes)
-    carry, outputs = jax.lax.fori_loop(0, n, body, (join(carry), zeros))
+    carry, outputs = jax.lax.fori_loop(bounds[0], bounds[1], body, (join(carry), zeros))
     return split(carry), outputs, info
 
 
@@ -110,30 +113,33 @@ def _states(convert: Callable, groups: tuple, tree):
     )
 
 
-def train_steps(model: ModelFunction, state: TrainState, batches, n, stacked: bool = False):
-    """The first ``n`` of ``batches`` as train steps in one call (one compiled program per
-    batch signature for any ``n`` up to the number of slots; ``stacked``: see
+def train_steps(model: ModelFunction, state: TrainState, batches, bounds, stacked: bool = False):
+    """The batches in the slots ``bounds`` gives as train steps in one call (one compiled
+    program per batch signature for any bounds; ``bounds`` and ``stacked``: see
     :func:`_loop`); returns the last step's ``(state', outputs, info)``."""
-    return _loop(lambda _, s, b: train_step(model, s, *b), (), state, batches, n, stacked)
+    return _loop(lambda _, s, b: train_step(model, s, *b), (), state, batches, bounds, stacked)
 
 
-def eval_steps(model: ModelFunction, state: TrainState, acc, batches, n, stacked: bool = False):
-    """The first ``n`` of ``batches`` as evaluation steps in one call (as
+def eval_steps(
+    model: ModelFunction, state: TrainState, acc, batches, bounds, stacked: bool = False
+):
+    """The batches in the slots ``bounds`` gives as evaluation steps in one call (as
     :func:`train_steps`)."""
-    return _loop(lambda s, a, b: eval_step(model, s, a, *b), state, acc, batches, n, stacked)
+    return _loop(lambda s, a, b: eval_step(model, s, a, *b), state, acc, batches, bounds, stacked)
 
 
 def train_metrics_steps(
-    model: ModelFunction, state: TrainState, acc, batches, n, stacked: bool = False
+    model: ModelFunction, state: TrainState, acc, batches, bounds, stacked: bool = False
 ):
-    """The first ``n`` of ``batches`` as :func:`train_metrics_step` steps in one call (as
-    :func:`train_steps`): every step's metrics are merged, not only the last one's."""
+    """The batches in the slots ``bounds`` gives as :func:`train_metrics_step` steps in
+    one call (as :func:`train_steps`): every step's metrics are merged, not only the last
+    one's."""
 
     def step(_, carry, batch):
         new_state, new_acc, outputs, info = train_metrics_step(model, *carry, *batch)
         return (new_state, new_acc), outputs, info
 
-    (state, acc), outputs, info = _loop(step, (), (state, acc), batches, n, stacked)
+    (state, acc), outputs, info = _loop(step, (), (state, acc), batches, bounds, stacked)
     return state, acc, outputs, info
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["Batches", "apply_to_rows", "numpy_input_fn"]
+__all__ = ["Batches", "apply_to_rows", "batch_views", "numpy_input_fn"]
 
 
 def _as_ordered_dict(x, what: str) -> collections.OrderedDict:
@@ -93,41 +93,45 @@ def _rows(x, data, feature_keys, target_keys):
 
 
 def _in_order(take, n: int, batch_size: int, num_epochs: int | None) -> Iterator:
-    """Batches of consecutive examples, epoch after epoch; within an epoch each is a view
-    (no copy); a batch spanning an epoch boundary gathers, as TF's queue does."""
+    """``(rows, 1)``: each batch of consecutive examples, epoch after epoch; within an
+    epoch a view (no copy); a batch spanning an epoch boundary gathers, as TF's queue
+    does."""
     total = None if num_epochs is None else n * num_epochs
     start = 0
     while total is None or start < total:
         stop = start + batch_size if total is None else min(start + batch_size, total)
         lo = start % n
         if lo + (stop - start) <= n:
-            yield take(slice(lo, lo + stop - start))
+            yield take(slice(lo, lo + stop - start)), 1
         else:
-            yield take(np.arange(start, stop) % n)
+            yield take(np.arange(start, stop) % n), 1
         start = stop
 
 
-#: A shuffled input gathers the rows of up to this many batches at once, within
-#: ``GATHER_BYTES`` of rows: one indexing of each array per block, rather than per batch, and
-#: the block's batches are views of it (the per-batch indexing cost more host time than the
-#: linear census model's whole step; ``benchmarks/census_vs_hand_written.py``).
+#: A shuffled input gathers the rows of up to this many batches at once (or of a fused
+#: call's, ``RunConfig.steps_per_execution``, when it fuses steps), within ``GATHER_BYTES``
+#: of rows: one indexing of each array per block, rather than per batch; its batches are
+#: views of it, and a fused call of as many steps is handed the block itself
+#: (``estimator.engine.row_blocks``).
 GATHER_BATCHES = 32
 GATHER_BYTES = 4 << 20
 
 
-def _gather_block(batch, batch_size: int) -> int:
+def _gather_block(batch, batch_size: int, most: int) -> int:
     """How many batches like ``batch`` (a pytree of arrays of ``batch_size`` rows, as the
     input hands them out: after a host phase that maps rows) a shuffled input gathers at
-    once: at most ``GATHER_BATCHES``, and their rows at most ``GATHER_BYTES`` (at least 1)."""
+    once: at most ``most``, and their rows at most ``GATHER_BYTES`` (at least 1)."""
     nbytes = sum(np.asarray(v).nbytes for v in jax.tree.leaves(batch))
-    return max(1, min(GATHER_BATCHES, GATHER_BYTES // max(nbytes, 1)))
+    return max(1, min(most, GATHER_BYTES // max(nbytes, 1)))
 
 
-def _shuffled(take, n: int, batch_size: int, num_epochs: int | None, rng):
-    """Batches of the examples in a new random order each epoch, epoch after epoch. After
-    the first batch (taken alone: ``Batches`` maps it on its own rows), the rows of several
-    batches (:func:`_gather_block`, from the first batch's size) are taken at once and cut
-    into views; the batches are the same."""
+def _shuffled(
+    take, n: int, batch_size: int, num_epochs: int | None, rng, most: int = GATHER_BATCHES
+):
+    """``(rows, count)``: the examples in a new random order each epoch, epoch after epoch,
+    ``count`` batches' rows at a time. After the first batch (taken alone: ``Batches`` maps
+    it on its own rows), the rows of several batches (:func:`_gather_block`, from the first
+    batch's size) are taken at once; the batches are the same."""
     pending = np.empty((0,), np.int64)
     count, block = 1, None
     for _ in itertools.count() if num_epochs is None else range(num_epochs):
@@ -137,11 +141,11 @@ def _shuffled(take, n: int, batch_size: int, num_epochs: int | None, rng):
             rows = take(pending[: count * batch_size])
             pending = pending[count * batch_size :]
             if block is None:  # the first batch
-                block = _gather_block(rows, batch_size)
-            yield from _views(rows, batch_size, count)
+                block = _gather_block(rows, batch_size, most)
+            yield rows, count
             count = block
     if len(pending):
-        yield take(pending)
+        yield take(pending), 1
 
 
 def _rows_at(array: np.ndarray, index) -> np.ndarray:
@@ -150,15 +154,24 @@ def _rows_at(array: np.ndarray, index) -> np.ndarray:
     return array[index] if isinstance(index, slice) else array.take(index, axis=0)
 
 
-def _views(rows, batch_size: int, count: int) -> Iterator:
-    """The ``count`` consecutive batches of ``batch_size`` rows in ``rows`` (a pytree of
-    arrays), as views."""
+def batch_views(rows, count: int) -> list:
+    """The ``count`` consecutive batches of equal size in ``rows`` (a pytree of arrays
+    ``[count * batch_size, ...]``), as views."""
     if count == 1:
-        yield rows
-        return
+        return [rows]
     leaves, treedef = jax.tree.flatten(rows)
-    for start in range(0, count * batch_size, batch_size):
-        yield treedef.unflatten([v[start : start + batch_size] for v in leaves])
+    size = len(leaves[0]) // count
+    return [
+        treedef.unflatten([v[start : start + size] for v in leaves])
+        for start in range(0, count * size, size)
+    ]
+
+
+def _block_batches(config) -> int:
+    """The batches a shuffled input gathers at once, at most: a fused call's (the
+    config's ``steps_per_execution``), else ``GATHER_BATCHES``."""
+    fused = getattr(config, "steps_per_execution", None)
+    return fused if isinstance(fused, int) and fused > 1 else GATHER_BATCHES
 
 
 def numpy_input_fn(
@@ -211,7 +224,7 @@ def numpy_input_fn(
 
         def cut(take) -> Iterator:
             if shuffle:
-                return _shuffled(take, n, batch_size, num_epochs, rng)
+                return _shuffled(take, n, batch_size, num_epochs, rng, _block_batches(config))
             return _in_order(take, n, batch_size, num_epochs)
 
         tail = None if num_epochs is None else (n * num_epochs) % batch_size
@@ -229,9 +242,10 @@ def numpy_input_fn(
 class Batches:
     """The batches of in-memory rows, with what is known of them in advance (internal).
 
-    What ``numpy_input_fn``'s ``input_fn`` returns: an iterator of batches, each
-    ``take(index)`` of ``rows`` for the indices (a slice or an index array along axis 0)
-    that ``cut(take)`` yields them for. It also tells the Estimator
+    What ``numpy_input_fn``'s ``input_fn`` returns: an iterator of batches, cut from the
+    blocks of rows that ``cut(take)`` yields (``(take(index), count)``: the rows of
+    ``count`` batches, ``take(index)`` of ``rows`` for the indices, a slice or an index
+    array along axis 0). It also tells the Estimator
 
     * the size of its last batch before it is read (:attr:`last_batch_size`): the program
       for that shorter batch compiles in the background while the others run;
@@ -241,19 +255,22 @@ class Batches:
       row by row (feature columns, label vocabularies) runs once over all rows instead of
       once per batch and epoch, and (:meth:`warm`) at a time of the Estimator's choosing,
       while the first batch's program compiles;
+    * the blocks themselves (:meth:`blocks`): the Estimator prepares a block's rows at once
+      and hands a fused call the block itself (``estimator.engine.row_blocks``);
     * which batch ends each pass over the data (:attr:`ends_epoch`, the epoch protocol of
       ``estimator.handlers``): the one holding the pass's last example (a batch spanning
       two passes ends the first).
 
     Args:
-      cut: ``cut(take) -> iterator of take(index)`` for each batch's indices.
+      cut: ``cut(take) -> iterator of (take(index), count)``, ``index`` the rows of
+        ``count`` batches of the batch size (of one, possibly shorter, when ``count`` is 1).
       rows: a pytree of arrays ``[n, ...]``: the input's whole data.
       last_batch_size: the number of examples of the last batch when it is shorter than the
         others, else None.
       batch_count: the number of batches, None when unknown or endless.
       fn: a row-by-row function the batches are mapped through (see :meth:`map_rows`).
-      epochs: ``(examples per pass, batch size, passes or None)`` when the batches are
-        consecutive runs of the passes' examples, else None (no epochs marked).
+      epochs: ``(examples per pass, batch size, passes or None)``: the batches are
+        consecutive runs of the passes' examples.
 
     Attributes:
       ends_epoch: whether the batch ``__next__`` returned last ends a pass.
@@ -270,17 +287,18 @@ class Batches:
         last_batch_size: int | None = None,
         batch_count: int | None = None,
         fn: Callable | None = None,
-        epochs: tuple | None = None,
+        epochs: tuple,
     ) -> None:
         self._cut = cut
         self._rows = rows
         self._fn = fn
         self._epochs = epochs
-        self._count = 0  # batches returned so far
+        self._count = 0  # batches cut so far
         self.ends_epoch = False
         self._mapped = None  # fn(rows), once computed
         self._first = True  # the next batch taken is the first: fn of its own rows
-        self._batches: Iterator | None = None
+        self._blocks: Iterator | None = None
+        self._ready: collections.deque = collections.deque()  # (batch, ends) not yet read
         self.last_batch_size = last_batch_size
         self.batch_count = batch_count
 
@@ -294,7 +312,7 @@ class Batches:
         Raises:
           RuntimeError: batches were read already, or they are mapped already.
         """
-        if self._batches is not None or self._fn is not None:
+        if self._blocks is not None or self._fn is not None:
             raise RuntimeError(
                 "map_rows() after reading batches or mapping them: call it once, first."
             )
@@ -321,21 +339,38 @@ class Batches:
         self.warm()
         return jax.tree.map(functools.partial(_rows_at, index=index), self._mapped)
 
+    def blocks(self) -> Iterator[tuple[Any, int, list[bool]]]:
+        """The input as blocks, instead of batch by batch (one or the other):
+        ``(rows, count, ends)``, ``rows`` the rows of ``count`` consecutive batches one
+        after the other (a pytree of arrays ``[count * batch_size, ...]``; when ``count``
+        is 1, one batch, the last one possibly shorter), ``ends[i]`` whether batch ``i``
+        ends a pass (see :attr:`ends_epoch`)."""
+        if self._blocks is None:
+            self._blocks = self._cut_blocks()
+        return self._blocks
+
+    def _cut_blocks(self) -> Iterator[tuple[Any, int, list[bool]]]:
+        n, size, passes = self._epochs
+        total = None if passes is None else n * passes
+        for rows, count in self._cut(self._take):
+            # Batch g holds stream positions [g*b, min((g+1)*b, total)); it ends a pass
+            # when more passes are complete after it than before it.
+            ends = []
+            for g in range(self._count, self._count + count):
+                start = g * size
+                stop = start + size if total is None else min(start + size, total)
+                ends.append(stop // n > start // n)
+            self._count += count
+            yield rows, count, ends
+
     def __iter__(self) -> Batches:
         return self
 
     def __next__(self):
-        if self._batches is None:
-            self._batches = self._cut(self._take)
-        batch = next(self._batches)
-        if self._epochs is not None:
-            # Batch g holds stream positions [g*b, min((g+1)*b, total)); it ends a pass when
-            # more passes are complete after it than before it.
-            n, size, passes = self._epochs
-            start = self._count * size
-            stop = start + size if passes is None else min(start + size, n * passes)
-            self.ends_epoch = stop // n > start // n
-        self._count += 1
+        if not self._ready:
+            rows, count, ends = next(self.blocks())
+            self._ready.extend(zip(batch_views(rows, count), ends, strict=True))
+        batch, self.ends_epoch = self._ready.popleft()
         return batch
 
 

@@ -80,6 +80,7 @@ class InputChecks:
         self._checks: dict[tuple, tuple[int, str]] = {}  # feature path -> (rows, table)
         self._recent: collections.deque = collections.deque(maxlen=2)
         self._lock = threading.Lock()
+        self._version = 0  # checks added so far
 
     def __bool__(self) -> bool:
         return bool(self._checks)
@@ -96,6 +97,7 @@ class InputChecks:
             if known is not None and known[0] <= rows:
                 return
             self._checks[path] = (int(rows), table)
+            self._version += 1
             recent = list(self._recent)
         for features in recent:
             self._check(features, {path: (int(rows), table)})
@@ -110,6 +112,35 @@ class InputChecks:
             checks = dict(self._checks)
             self._recent.append(features)
         self._check(features, checks)
+
+    def check_rows(self, features: Any) -> int:
+        """Checks the host ``features`` of many batches at once (an in-memory input's
+        block of batches, ``estimator.engine.row_blocks``), without counting them as
+        prepared: each of its batches is passed to :meth:`handed` as it is handed out.
+        Returns the version of the checks they passed.
+
+        Raises:
+          IdRangeError: an id out of a table's range (its index is the block's: prepare
+            the batches one by one for each one's error).
+        """
+        with self._lock:
+            checks, version = dict(self._checks), self._version
+        self._check(features, checks)
+        return version
+
+    def handed(self, features: Any, version: int) -> None:
+        """Counts one batch's host ``features`` as prepared, their block having passed
+        the checks of ``version`` (:meth:`check_rows`); checks them when checks were
+        added since: as :meth:`__call__`.
+
+        Raises:
+          IdRangeError: as :meth:`__call__`.
+        """
+        with self._lock:
+            self._recent.append(features)
+            checks = None if version == self._version else dict(self._checks)
+        if checks is not None:
+            self._check(features, checks)
 
     @staticmethod
     def _check(features: Any, checks: dict) -> None:

@@ -126,6 +126,7 @@ class RowPadding:
     def __init__(self) -> None:
         self._size: int | None = None  # the first batch's size; 0: padding is off
         self._masks: dict[int, np.ndarray] = {}
+        self._block_masks: dict[int, np.ndarray] = {}  # by count: full batches' masks
 
     @property
     def active(self) -> bool:
@@ -146,6 +147,22 @@ class RowPadding:
         if n < self._size:
             features, labels = pad_rows((features, labels), self._size)
         return {**features, MASK_KEY: self._mask(n)}, labels
+
+    def block(self, features, labels, count: int):
+        """``(features, labels)`` of ``count`` full batches one after the other (a block of
+        an in-memory input, ``estimator.engine.row_blocks``) with every batch's mask, as
+        :meth:`__call__` gives each of them; None where it would not pad them alike (not a
+        dict of host arrays of ``count`` batches' rows), to pad them one by one."""
+        if self._size is None:
+            self._size = (_batch_size(features, labels) or 0) // count
+        if not self._size:
+            return features, labels
+        if not _full(features, labels, self._size * count):
+            return None
+        mask = self._block_masks.get(count)
+        if mask is None:
+            mask = self._block_masks[count] = np.tile(self._mask(self._size), count)
+        return {**features, MASK_KEY: mask}, labels
 
     def _mask(self, n: int) -> np.ndarray:
         mask = self._masks.get(n)

@@ -34,7 +34,7 @@ class FakeRunner:
         self.outputs = {}
         self.state = None
 
-    def run(self, batch, sync, apart=False):
+    def run(self, batch, sync, apart=False, origin=None):
         self.steps.append((batch[0], sync))
         self.outputs = {"loss": np.float32(batch[0])}
         self.clock.now += 4.0  # every step takes 4 fake seconds

@@ -23,7 +23,7 @@ from estimator.engine.input_pipeline import (
     iterate_batches,
 )
 from estimator.fn_args import fn_args
-from estimator.inputs import Batches
+from estimator.inputs import Batches, numpy_io
 
 X = {"a": np.arange(5.0), "b": np.arange(10, 15)}
 Y = np.arange(100, 105)
@@ -276,6 +276,51 @@ def test_shuffled_batches_are_each_epochs_permutation_cut_in_order():
             np.testing.assert_array_equal(features["a"], rows)
             np.testing.assert_array_equal(features["m"], x["m"][rows])
         fn = est.inputs.numpy_input_fn(x, y, batch_size=size, num_epochs=epochs, shuffle=True)
+
+
+def test_blocks_are_the_batches_rows_one_after_the_other_with_their_epoch_ends():
+    # 50 examples in batches of 7 for 3 epochs: 22 batches, the last of 3 rows; a batch
+    # ends an epoch when it holds an epoch's last example: positions 49, 99 and 149 are in
+    # batches 7, 14 and 21 (0-based).
+    x = {"a": np.arange(50, dtype=np.float32)}
+    y = np.arange(50) + 1000
+    for shuffle in (False, True):
+
+        def fn(shuffle=shuffle):  # a new input_fn: its first call's order
+            return est.inputs.numpy_input_fn(x, y, batch_size=7, num_epochs=3, shuffle=shuffle)(
+                _Config(5)
+            )
+
+        batches = fn()
+        expected = [(b, batches.ends_epoch) for b in batches]
+        blocks = list(fn().blocks())
+        if shuffle:
+            # The first batch alone; then as many whole batches as the rows drawn so far
+            # hold: 43 // 7 = 6 (1 row left), (1 + 50) // 7 = 7 (2 left), (2 + 50) // 7 =
+            # 7 (3 left); the last 3 rows alone.
+            assert [count for _, count, _ in blocks] == [1, 6, 7, 7, 1]
+        else:  # in order: batch by batch
+            assert [count for _, count, _ in blocks] == [1] * 22
+        cut = [
+            (batch, end)
+            for rows, count, ends in blocks
+            for batch, end in zip(numpy_io.batch_views(rows, count), ends, strict=True)
+        ]
+        assert [end for _, end in cut] == [end for _, end in expected]
+        assert [i for i, (_, end) in enumerate(cut) if end] == [7, 14, 21]
+        for (got, _), (want, _) in zip(cut, expected, strict=True):
+            np.testing.assert_array_equal(got[0]["a"], want[0]["a"])
+            np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_a_shuffled_input_gathers_a_fused_calls_batches_at_once():
+    # 400 rows in batches of 4: 100 batches, the first alone. A config fusing 8 steps a
+    # call: 99 = 12 blocks of 8 + 3; one running a step a call: 99 = 3 of 32 + 3.
+    fn = est.inputs.numpy_input_fn({"a": np.arange(400.0)}, batch_size=4, shuffle=True)
+    for fused, counts in ((8, [1] + [8] * 12 + [3]), (1, [1, 32, 32, 32, 3])):
+        config = _Config(0)
+        config.steps_per_execution = fused
+        assert [count for _, count, _ in fn(config).blocks()] == counts
 
 
 def test_a_shuffled_input_gathers_many_batches_at_once_within_its_memory_bound(monkeypatch):

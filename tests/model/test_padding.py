@@ -264,6 +264,24 @@ def test_row_padding_repeats_the_first_example_up_to_the_first_batchs_size():
     assert MASK_KEY not in RowPadding()(*odd)[0]
 
 
+def test_a_block_of_full_batches_gets_the_masks_each_batch_would():
+    # 3 batches of 4 rows one after the other: each batch alone gets a mask of 4 ones, so
+    # the block gets 12 ones; its arrays are not copied.
+    block = ({"a": np.arange(12.0), "b": np.ones((12, 2), np.int32)}, np.arange(12))
+    pad = RowPadding()
+    features, labels = pad.block(*block, 3)  # the first batches seen: 4 rows each
+    np.testing.assert_array_equal(features[MASK_KEY], np.ones(12, np.float32))
+    assert features["a"] is block[0]["a"] and labels is block[1]
+    one, _ = pad({"a": np.arange(4.0), "b": np.ones((4, 2), np.int32)}, np.arange(4))
+    np.testing.assert_array_equal(one[MASK_KEY], np.ones(4, np.float32))  # as set by it
+    # Rows that are not all host arrays of the block's length: left to batch by batch.
+    assert pad.block({"a": np.arange(12.0), "s": np.float32(1)}, None, 3) is None
+    # Padding off (features not a dict): the block passes as it is, as each batch would.
+    off = RowPadding()
+    assert off.block(np.zeros((12, 2)), None, 3)[0].shape == (12, 2)
+    assert off(np.zeros((4, 2)), None)[0].shape == (4, 2)
+
+
 @pytest.mark.slow
 def test_wide_and_deep_padded_steps_and_summaries_are_the_shorter_batchs(tmp_path):
     """The comparison of ``assert_same_runs`` for wide & deep (weighted), with every
