@@ -80,8 +80,10 @@ class _QueuedRunner:
         if self.k == 1:
             self._one(batch, origin)
             return
-        # A call's batches are consecutive batches of one block (popped in order), or
-        # batches of one signature.
+        # A call's batches are consecutive batches of one block that it is handed (popped
+        # in order: a block of a batch per slot), or batches of one signature.
+        if origin is not None and origin[0].count != self.compiler.steps_per_call:
+            origin = None
         key = _batch_shapes(batch) if origin is None else origin[0]
         if self._pending and key is not self._key and key != self._key:
             self.flush()

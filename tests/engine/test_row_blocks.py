@@ -115,3 +115,29 @@ def test_an_id_out_of_range_in_a_block_stops_at_its_batch_as_batch_by_batch(tmp_
             estimator.train(input_fn, hooks=[steps])
         counted.append(steps.after)
     assert counted == [bad - 1, bad - 1]
+
+
+def test_blocks_with_fewer_batches_than_a_call_are_stacked_across_blocks(tmp_path, monkeypatch):
+    # Rows of 256 KiB and a label in batches of 4: a block holds GATHER_BYTES (4 MiB) over
+    # a batch's 1 MiB and 16 bytes, 3 batches, fewer than a call's 8 slots, so no call is
+    # handed a block: the 17 batches (the first alone, then blocks of 3, 3, 3, 3, 3 and 1)
+    # run in calls of up to 8, across blocks.
+    wide = np.random.default_rng(0).normal(size=(68, 1 << 16)).astype(np.float32)
+
+    def wide_model_fn(features, labels, mode):
+        w = est.get_variable("w", [1 << 16], initializer=est.initializers.zeros_initializer())
+        loss = jnp.mean((features["x"] @ w - labels) ** 2)
+        return est.EstimatorSpec(mode, loss=loss, train_op=optax.sgd(1e-6))
+
+    arguments = compiler_module.StepCompiler._arguments
+    calls = []
+
+    def spy(self, leading, batches, stacked, rows=None):
+        calls.append(len(batches))
+        return arguments(self, leading, batches, stacked, rows)
+
+    monkeypatch.setattr(compiler_module.StepCompiler, "_arguments", spy)
+    estimator = make_estimator(tmp_path, wide_model_fn, steps_per_execution=8)
+    estimator.train(est.inputs.numpy_input_fn({"x": wide}, wide[:, 0], batch_size=4, shuffle=True))
+    assert estimator.get_variable_value("global_step") == 17
+    assert max(calls) == 8
