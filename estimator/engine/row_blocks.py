@@ -111,8 +111,11 @@ class BlockBatches:
         return batch
 
     def _prepare(self, rows, count: int, ends: list) -> None:
-        if count == 1:
-            self._one_by_one(rows, 1, ends)
+        if count == 1:  # one batch (an input read in order: every batch)
+            try:
+                self._ready.append((self._finish(self._checked(rows)), ends[0], None, None))
+            except Exception as error:  # noqa: BLE001 (raised by __next__)
+                self._error = error
             return
         try:
             checked = self._checked(rows, block=True)
