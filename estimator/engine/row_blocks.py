@@ -112,10 +112,7 @@ class BlockBatches:
 
     def _prepare(self, rows, count: int, ends: list) -> None:
         if count == 1:  # one batch (an input read in order: every batch)
-            try:
-                self._ready.append((self._finish(self._checked(rows)), ends[0], None, None))
-            except Exception as error:  # noqa: BLE001 (raised by __next__)
-                self._error = error
+            self._one_by_one(rows, 1, ends)
             return
         try:
             checked = self._checked(rows, block=True)
